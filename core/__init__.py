@@ -1,0 +1,1 @@
+"""The parallel runtime: model-agnostic, knows no model."""

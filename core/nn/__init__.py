@@ -1,0 +1,1 @@
+"""Parallel transformer building blocks."""

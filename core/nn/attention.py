@@ -1,0 +1,105 @@
+"""Self-attention, tensor- and sequence-parallel: MHA and GQA, causal/bidirectional/padding masks,
+rotary or external positions, torch SDPA, an optional KV cache for generation.
+
+The fused QKV weight is laid out per KV group, as Megatron-LM does: for each of the num_kv_heads
+groups, its (num_heads / num_kv_heads) query heads, then its key head, then its value head. A
+contiguous tp slice of that weight is then a whole set of groups, so tensor parallelism splits heads
+without any reshuffle.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from megazoo.core.nn.config import TransformerConfig
+from megazoo.core.nn.recompute import checkpoint
+from megazoo.core.nn.rope import apply_rope
+from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.parallel.layers import ColumnParallelLinear, RowParallelLinear
+from megazoo.core.parallel.random import RNGTracker, dropout
+
+
+class KVCache:
+    """Keys and values of past positions, per layer: [b, kv_heads_local, t, d]."""
+
+    def __init__(self):
+        self.layers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def length(self) -> int:
+        return next(iter(self.layers.values()))[0].shape[2] if self.layers else 0
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if layer in self.layers:
+            pk, pv = self.layers[layer]
+            k, v = torch.cat([pk, k], 2), torch.cat([pv, v], 2)
+        self.layers[layer] = (k, v)
+        return k, v
+
+    def select(self, index: torch.Tensor) -> None:
+        """Keep the batch rows in `index` (beam or finished-sequence pruning)."""
+        self.layers = {n: (k[index], v[index]) for n, (k, v) in self.layers.items()}
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: TransformerConfig, ctx: ParallelContext, layer_number: int, dtype=None, device=None):
+        super().__init__()
+        cfg.check_tensor_parallel(ctx.tp)
+        self.cfg, self.ctx, self.layer_number = cfg, ctx, layer_number
+        self.d = cfg.kv_channels
+        self.group = cfg.num_heads // cfg.num_kv_heads
+        self.heads_local = cfg.num_heads // ctx.tp
+        self.kv_local = cfg.num_kv_heads // ctx.tp
+        self.scale = cfg.attention_scale or 1.0 / math.sqrt(self.d)
+        self.qkv = ColumnParallelLinear(cfg.hidden_size, (cfg.num_heads + 2 * cfg.num_kv_heads) * self.d, ctx,
+                                        bias=cfg.bias, init_std=cfg.init_std, dtype=dtype, device=device)
+        self.proj = RowParallelLinear(cfg.num_heads * self.d, cfg.hidden_size, ctx, bias=cfg.bias,
+                                      init_std=cfg.output_std, dtype=dtype, device=device)
+
+    def core(self, q, k, v, mask, is_causal, generator):
+        """q: [b, heads, s, d]; k, v: [b, kv, t, d] -> [b, heads, s, d]."""
+        p = self.cfg.attention_dropout if self.training else 0.0
+        if p == 0.0:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal and mask is None,
+                                                  scale=self.scale, enable_gqa=self.group > 1)
+        # attention dropout draws from this tp rank's own stream, so the explicit path is used
+        if self.group > 1:
+            k, v = k.repeat_interleave(self.group, 1), v.repeat_interleave(self.group, 1)
+        scores = torch.matmul(q, k.transpose(-1, -2)).float() * self.scale
+        if is_causal and mask is None:
+            s, t = scores.shape[-2:]
+            mask = torch.ones(s, t, dtype=torch.bool, device=q.device).tril(t - s)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+        probs = dropout(torch.softmax(scores, -1).to(q.dtype), p, generator)
+        return torch.matmul(probs, v)
+
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+                mask: torch.Tensor | None = None, cache: KVCache | None = None,
+                rng: RNGTracker | None = None) -> torch.Tensor:
+        qkv = self.qkv(x)  # [s, b, kv_local * (group + 2) * d]; s is the full sequence under sp
+        s, b = qkv.shape[:2]
+        qkv = qkv.view(s, b, self.kv_local, self.group + 2, self.d)
+        q = qkv[:, :, :, : self.group].reshape(s, b, self.heads_local, self.d)
+        k, v = qkv[:, :, :, self.group], qkv[:, :, :, self.group + 1]
+        if rope is not None:
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        q, k, v = (t.permute(1, 2, 0, 3) for t in (q, k, v))  # [b, heads, s, d]
+        is_causal = self.cfg.causal
+        if cache is not None:
+            past = cache.length()
+            k, v = cache.update(self.layer_number, k, v)
+            if past > 0 and is_causal and mask is None and s > 1:
+                mask = torch.ones(s, k.shape[2], dtype=torch.bool, device=x.device).tril(k.shape[2] - s)
+            if s == 1:
+                is_causal = False
+        generator = rng.get("tensor-parallel") if rng is not None else None
+        if self.cfg.recompute == "selective" and self.training and torch.is_grad_enabled():
+            out = checkpoint(lambda q_, k_, v_: self.core(q_, k_, v_, mask, is_causal, generator), q, k, v, tracker=rng)
+        else:
+            out = self.core(q, k, v, mask, is_causal, generator)
+        out = out.permute(2, 0, 1, 3).reshape(s, b, self.heads_local * self.d)
+        return self.proj(out)

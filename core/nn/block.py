@@ -1,0 +1,39 @@
+"""The transformer layer (pre-LN by default; post-LN for the original BERT layout)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from megazoo.core.nn.attention import Attention, KVCache
+from megazoo.core.nn.config import TransformerConfig
+from megazoo.core.nn.mlp import MLP
+from megazoo.core.nn.norm import build_norm
+from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.parallel.random import RNGTracker, dropout
+
+
+class TransformerLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig, ctx: ParallelContext, layer_number: int, dtype=None, device=None):
+        super().__init__()
+        self.cfg, self.ctx = cfg, ctx
+        self.norm1 = build_norm(cfg.norm, cfg.hidden_size, ctx, cfg.norm_eps, bias=True, dtype=dtype, device=device)
+        self.attn = Attention(cfg, ctx, layer_number, dtype=dtype, device=device)
+        self.norm2 = build_norm(cfg.norm, cfg.hidden_size, ctx, cfg.norm_eps, bias=True, dtype=dtype, device=device)
+        self.mlp = MLP(cfg, ctx, dtype=dtype, device=device)
+
+    def _drop(self, x: torch.Tensor, rng: RNGTracker | None) -> torch.Tensor:
+        if not self.training or self.cfg.dropout == 0.0:
+            return x
+        # under sp each tp rank holds different positions, so it needs its own stream
+        generator = None if rng is None else rng.get("tensor-parallel" if self.ctx.sp else "default")
+        return dropout(x, self.cfg.dropout, generator)
+
+    def forward(self, x: torch.Tensor, rope=None, mask=None, cache: KVCache | None = None,
+                rng: RNGTracker | None = None) -> torch.Tensor:
+        """x: [s, b, h] (s / tp under sequence parallelism)."""
+        if self.cfg.post_norm:
+            x = self.norm1(x + self._drop(self.attn(x, rope, mask, cache, rng), rng))
+            return self.norm2(x + self._drop(self.mlp(x), rng))
+        x = x + self._drop(self.attn(self.norm1(x), rope, mask, cache, rng), rng)
+        return x + self._drop(self.mlp(self.norm2(x)), rng)

@@ -1,0 +1,67 @@
+"""The configuration of a stack of transformer layers (shared by every architecture in the zoo)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class TransformerConfig:
+    num_layers: int = 2
+    hidden_size: int = 64
+    num_heads: int = 4
+    num_kv_heads: int | None = None  # None: multi-head attention (= num_heads)
+    ffn_hidden_size: int | None = None  # None: 4 * hidden (GELU) or Llama's rounding (SwiGLU)
+    kv_channels: int | None = None  # head dim; None: hidden / heads
+    activation: str = "gelu"  # gelu (tanh approximation, as GPT-2) | gelu_exact | swiglu | relu
+    norm: str = "layernorm"  # layernorm | rmsnorm
+    norm_eps: float = 1e-5
+    position: str = "learned"  # learned | rope | none | relative (T5: the zoo adds the bias)
+    rope_theta: float = 10000.0
+    bias: bool = True  # biases in linear layers
+    dropout: float = 0.0  # hidden (residual) dropout
+    attention_dropout: float = 0.0
+    init_std: float = 0.02
+    scaled_init: bool = True  # output layers use std / sqrt(2 * num_layers), as GPT-2 / Megatron
+    post_norm: bool = False  # original BERT layout (norm after the residual add)
+    causal: bool = True
+    recompute: str = "none"  # none | selective (core attention) | full (whole layer)
+    attention_scale: float | None = None  # None: 1/sqrt(head dim)
+
+    def __post_init__(self):
+        if self.num_kv_heads is None:
+            self.num_kv_heads = self.num_heads
+        if self.kv_channels is None:
+            if self.hidden_size % self.num_heads:
+                raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}")
+            self.kv_channels = self.hidden_size // self.num_heads
+        if self.ffn_hidden_size is None:
+            if self.activation == "swiglu":  # Llama: 2/3 of 4h, rounded up to a multiple of 256
+                self.ffn_hidden_size = 256 * ((int(8 * self.hidden_size / 3) + 255) // 256)
+            else:
+                self.ffn_hidden_size = 4 * self.hidden_size
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.num_kv_heads}")
+        if self.recompute not in ("none", "selective", "full"):
+            raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
+        if self.activation not in ("gelu", "gelu_exact", "swiglu", "relu"):
+            raise ValueError(f"activation must be gelu, gelu_exact, swiglu or relu, got {self.activation!r}")
+        if self.norm not in ("layernorm", "rmsnorm"):
+            raise ValueError(f"norm must be layernorm or rmsnorm, got {self.norm!r}")
+
+    def check_tensor_parallel(self, tp: int) -> None:
+        """Raise a clear error when the model cannot be split over `tp` ranks."""
+        problems = []
+        if self.num_heads % tp:
+            problems.append(f"num_heads={self.num_heads}")
+        if self.num_kv_heads % tp:
+            problems.append(f"num_kv_heads={self.num_kv_heads}")
+        if self.ffn_hidden_size % tp:
+            problems.append(f"ffn_hidden_size={self.ffn_hidden_size}")
+        if problems:
+            raise ValueError(f"tensor parallelism tp={tp} must divide {', '.join(problems)}; "
+                             f"choose a tp that divides them")
+
+    @property
+    def output_std(self) -> float:
+        return self.init_std / (2.0 * self.num_layers) ** 0.5 if self.scaled_init else self.init_std

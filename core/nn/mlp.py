@@ -1,0 +1,39 @@
+"""The feed-forward block: GELU (GPT-2/BERT) or SwiGLU (Llama), tensor- and sequence-parallel.
+
+SwiGLU keeps gate and up as two column-parallel projections (not one fused weight) so that each tp
+slice holds matching gate and up columns whatever the tp degree.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from megazoo.core.nn.config import TransformerConfig
+from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.parallel.layers import ColumnParallelLinear, RowParallelLinear
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: TransformerConfig, ctx: ParallelContext, dtype=None, device=None):
+        super().__init__()
+        cfg.check_tensor_parallel(ctx.tp)
+        self.activation = cfg.activation
+        h, f = cfg.hidden_size, cfg.ffn_hidden_size
+        self.fc1 = ColumnParallelLinear(h, f, ctx, bias=cfg.bias, init_std=cfg.init_std, dtype=dtype, device=device)
+        if cfg.activation == "swiglu":
+            self.gate = ColumnParallelLinear(h, f, ctx, bias=cfg.bias, init_std=cfg.init_std, dtype=dtype, device=device)
+        self.fc2 = RowParallelLinear(f, h, ctx, bias=cfg.bias, init_std=cfg.output_std, dtype=dtype, device=device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        up = self.fc1(x)
+        if self.activation == "swiglu":
+            hidden = F.silu(self.gate(x)) * up
+        elif self.activation == "gelu":
+            hidden = F.gelu(up, approximate="tanh")
+        elif self.activation == "gelu_exact":
+            hidden = F.gelu(up)
+        else:
+            hidden = F.relu(up)
+        return self.fc2(hidden)

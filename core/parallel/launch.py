@@ -1,0 +1,93 @@
+"""Run a function on N local ranks (gloo on CPU, nccl on GPU): the test and benchmark harness.
+
+`spawn(fn, world_size, *args)` starts N processes with a free port, initialises torch.distributed
+in each, calls fn(*args) and returns the list of per-rank results (picklable values). A rank that
+raises fails the whole call with its traceback; a run that outlives `timeout` is killed and
+reported, so a hang becomes a failure. Each rank uses one torch thread by default, so N ranks fit
+on few cores.
+"""
+
+from __future__ import annotations
+
+import datetime
+import multiprocessing as mp
+import os
+import pickle
+import queue
+import socket
+import traceback
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(rank, world_size, port, fn, args, results, threads, dist_timeout):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
+    try:
+        import torch
+        import torch.distributed as dist
+
+        from megazoo.core.parallel.device import pick_backend
+
+        torch.set_num_threads(threads)
+        dist.init_process_group(pick_backend(), rank=rank, world_size=world_size,
+                                timeout=datetime.timedelta(seconds=dist_timeout))
+        try:
+            out = fn(*args)
+            # plain pickle copies tensor data into the message; the queue's own pickler would
+            # share file descriptors that vanish when this process exits
+            results.put((rank, "ok", pickle.dumps(out)))
+        finally:
+            dist.destroy_process_group()
+    except BaseException:  # report everything, including SystemExit from a bad config
+        results.put((rank, "error", traceback.format_exc()))
+
+
+class RankFailure(RuntimeError):
+    pass
+
+
+def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, dist_timeout: float = 120.0):
+    """Run fn(*args) on `world_size` ranks; return [result of rank 0, rank 1, ...]."""
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=_worker, args=(r, world_size, port, fn, args, results, threads, dist_timeout),
+                         daemon=True) for r in range(world_size)]
+    for p in procs:
+        p.start()
+    out, errors = {}, []
+    deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout)
+    try:
+        while len(out) + len(errors) < world_size:
+            remaining = (deadline - datetime.datetime.now()).total_seconds()
+            if remaining <= 0:
+                raise RankFailure(f"timed out after {timeout:.0f}s waiting for ranks "
+                                  f"{sorted(set(range(world_size)) - set(out))} (a hang, or too slow)")
+            try:
+                rank, status, value = results.get(timeout=min(remaining, 1.0))
+            except queue.Empty:
+                dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in out]
+                if dead:
+                    raise RankFailure(f"rank(s) {dead} died with exit codes {[procs[r].exitcode for r in dead]}")
+                continue
+            if status == "ok":
+                out[rank] = pickle.loads(value)  # our own child's bytes
+            else:
+                errors.append((rank, value))
+                break  # one failure is enough; the others may be stuck waiting for it
+    finally:
+        for p in procs:
+            p.join(timeout=5 if not errors else 0.5)
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join()
+    if errors:
+        rank, tb = errors[0]
+        raise RankFailure(f"rank {rank} failed:\n{tb}")
+    return [out[r] for r in range(world_size)]

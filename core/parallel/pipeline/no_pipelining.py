@@ -1,0 +1,21 @@
+"""No pipelining: run every micro-batch forward and backward in turn (gradient accumulation)."""
+
+from __future__ import annotations
+
+import torch
+
+from megazoo.core.parallel.context import ParallelContext
+
+
+def forward_backward_no_pipelining(chunks, micro_batches, ctx: ParallelContext, loss_fn,
+                                   forward_only: bool = False) -> torch.Tensor:
+    (model,) = chunks
+    total = torch.zeros((), dtype=torch.float32)
+    for mb in micro_batches:
+        with torch.set_grad_enabled(not forward_only):
+            per_token = model(input_ids=mb["input_ids"], labels=mb["labels"])
+            loss = loss_fn(per_token, mb)
+        if not forward_only:
+            loss.backward()
+        total += loss.detach().float().cpu()
+    return total

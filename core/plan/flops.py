@@ -1,0 +1,59 @@
+"""Model FLOPs: the Megatron formula of DESIGN.md, plus the conventions of published tables.
+
+Model FLOPs count one forward and one backward pass (3 passes worth of GEMMs), no recompute. The
+attention core is counted causally for decoders (half the s x s work), in full for encoders.
+"""
+
+from __future__ import annotations
+
+from megazoo.core.plan.params import padded_vocab
+from megazoo.core.plan.shapes import ModelShape
+
+
+def model_flops(shape: ModelShape, batch: int, seq: int | None = None, tp: int = 1,
+                causal: bool | None = None) -> float:
+    """FLOPs of one training iteration of `batch` sequences:
+    B*s*(6*h*f*E*L + 6*(h*(q+2k) + q*h)*L + 6*h*V) + c*q*B*s^2*L, with c = 6 causal, 12 not."""
+    s = seq or shape.seq_length
+    h, f, q, k = shape.hidden_size, shape.ffn_hidden_size, shape.q_size, shape.kv_size
+    e = 3 if shape.gated else 2
+    vocab = padded_vocab(shape.vocab_size, tp)
+    causal = shape.causal if causal is None else causal
+    attn_coeff = 6 if causal else 12
+    proj = 6 * (h * (q + 2 * k) + q * h)
+    layer = 6 * h * f * e + proj
+    n = shape.num_layers
+    total = batch * s * (layer * n + 6 * h * vocab) + attn_coeff * q * batch * s * s * n
+    if shape.arch == "t5":  # decoder: causal self-attention, cross-attention, MLP
+        d = shape.num_decoder_layers
+        total += batch * s * (layer + proj) * d + (6 + 12) * q * batch * s * s * d
+    if shape.arch == "bert":  # masked-LM head transform and pooler
+        total += batch * s * 6 * h * h
+    return float(total)
+
+
+def flops_per_token(shape: ModelShape, seq: int | None = None) -> float:
+    """Training FLOPs (forward + backward) per token at the model's sequence length."""
+    s = seq or shape.seq_length
+    return model_flops(shape, 1, s) / s
+
+
+def narayanan_flops(shape: ModelShape, batch: int, seq: int | None = None, vocab: int | None = None) -> float:
+    """Narayanan et al. 2021, eq. 3: 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)); counts the extra forward
+    pass of full recompute and the attention core in full. Their tables (and MT-NLG's) use it."""
+    s = seq or shape.seq_length
+    h, n = shape.hidden_size, shape.num_layers
+    v = vocab or shape.vocab_size
+    return 96.0 * batch * s * n * h * h * (1 + s / (6 * h) + v / (16 * n * h))
+
+
+def megatron_2024_flops(shape: ModelShape, batch: int, seq: int | None = None, vocab: int | None = None) -> float:
+    """Megatron-LM's 2024 model-FLOPs count (no recompute, attention core counted in full):
+    the DESIGN.md formula with c = 12; the H100 weak-scaling table reports it."""
+    v = vocab or shape.vocab_size
+    s = seq or shape.seq_length
+    h, f, q, k = shape.hidden_size, shape.ffn_hidden_size, shape.q_size, shape.kv_size
+    e = 3 if shape.gated else 2
+    n = shape.num_layers
+    return float(batch * s * ((6 * h * f * e + 6 * (h * (q + 2 * k) + q * h)) * n + 6 * h * v)
+                 + 12 * q * batch * s * s * n)

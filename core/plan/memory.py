@@ -1,0 +1,107 @@
+"""Memory per GPU: model states by DESIGN.md section 5, activations by Korthikanti et al. 2022.
+
+Activation bytes per layer and micro-batch (s sequence, b micro-batch, h hidden, t tp, a heads),
+for a GELU MLP with f = 4h and dropout: sbh(34 + 5as/h) with no parallelism; with tensor
+parallelism sbh(10 + 24/t + 5as/(ht)); adding sequence parallelism divides everything by t;
+selective recompute drops the 5as/h term (the s x s attention core); full recompute keeps only the
+layer input, 2sbh (/t with sequence parallelism). The terms are built item by item below so that
+GQA, SwiGLU, f != 4h, no-dropout and fused (flash) attention follow from the same counting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from megazoo.core.plan.params import padded_vocab, stage_layers, stage_params
+from megazoo.core.plan.shapes import Layout, ModelShape
+
+GIB = float(2**30)
+
+
+@dataclass
+class StageMemory:
+    """Bytes held by one GPU of pipeline rank `stage`."""
+
+    stage: int
+    params: int
+    weights: int
+    grads: int
+    optimizer: int
+    activations: int
+    overhead: int
+    inflight_micro_batches: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.grads + self.optimizer + self.activations + self.overhead
+
+
+def state_bytes(params: int, precision: str, distributed_optimizer: bool, dp: int) -> tuple[int, int, int]:
+    """(weights, grads, optimizer states) bytes: bf16/fp16 params with fp32 grads, fp32 main params
+    and Adam m, v (18 bytes, or 6 + 12/d sharded); fp32: 4 + 4 + 8 (or 8 + 8/d)."""
+    if precision == "fp32":
+        weights, grads, opt_per = 4 * params, 4 * params, 8
+    else:
+        weights, grads, opt_per = 2 * params, 4 * params, 12
+    shard = -(-params // dp) if distributed_optimizer else params
+    return weights, grads, opt_per * shard
+
+
+def layer_activation_bytes(shape: ModelShape, layout: Layout, recompute: str | None = None) -> float:
+    """Activations one layer keeps for the backward pass of one micro-batch, per GPU."""
+    s = layout.seq_length or shape.seq_length
+    b, h, t = layout.micro_batch, shape.hidden_size, layout.tp
+    f, q, k = shape.ffn_hidden_size, shape.q_size, shape.kv_size
+    a = shape.num_heads
+    sp = layout.sequence_parallel
+    e = 4 if layout.precision == "fp32" else 2  # bytes per stored activation element
+    recompute = recompute or layout.recompute
+    drop = 1 if shape.dropout else 0
+    if recompute == "full":
+        return e * s * b * h / (t if sp else 1)
+    # replicated across tp ranks unless sequence parallel: two norm inputs, the qkv and fc1 inputs,
+    # two dropout masks (1 byte per element)
+    replicated = (4 * e + drop * 2) * s * b * h
+    # split across tp ranks: q, k, v; the attention output (projection input); the MLP
+    split = e * s * b * (q + 2 * k) + e * s * b * q
+    split += e * s * b * f * (2 if shape.gated else 1)  # activation-function input(s)
+    split += e * s * b * f  # fc2 input
+    if recompute != "selective":
+        if layout.flash_attention:
+            split += 4 * a * s * b  # fp32 log-sum-exp per row; no s x s matrix is stored
+        else:
+            split += (e + drop * (1 + e)) * a * s * s * b  # softmax output, dropout mask and output
+    return (replicated / (t if sp else 1)) + split / t
+
+
+def inflight_chunks(layout: Layout, stage: int) -> int:
+    """Model-chunk micro-batches whose activations pipeline rank `stage` holds at its peak: p - i for
+    1F1B; 2(p - i - 1) + (v - 1)p + 1 for the interleaved schedule (Megatron's warm-up), at most m*v."""
+    p, v, m = layout.pp, layout.vpp, layout.num_micro_batches
+    if v == 1:
+        return min(p - stage, m)
+    return min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v)
+
+
+def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: float) -> StageMemory:
+    params = stage_params(shape, layout, stage)
+    weights, grads, optimizer = state_bytes(params, layout.precision, layout.distributed_optimizer, layout.dp)
+    s = layout.seq_length or shape.seq_length
+    b, h, t = layout.micro_batch, shape.hidden_size, layout.tp
+    sp_div = t if layout.sequence_parallel else 1
+    e = 4 if layout.precision == "fp32" else 2
+    chunks = inflight_chunks(layout, stage)
+    chunk_layers = shape.num_layers // (layout.pp * layout.vpp)
+    layers_per_rank = sum(stop - start for start, stop in stage_layers(shape, layout, stage))
+    n_layers = shape.num_layers + shape.num_decoder_layers if shape.arch == "t5" else layers_per_rank
+    act = chunks * chunk_layers * layer_activation_bytes(shape, layout) if shape.arch != "t5" else \
+        n_layers * layer_activation_bytes(shape, layout)
+    if layout.recompute == "full":  # one layer's full set is live while it is recomputed
+        act += layer_activation_bytes(shape, layout, recompute="none")
+    if stage == 0 and shape.dropout:  # embedding dropout mask per in-flight micro-batch
+        act += -(-chunks // layout.vpp) * s * b * h / sp_div
+    if stage == layout.pp - 1:  # final norm input, logits (bf16) and fp32 softmax for one micro-batch
+        vocab = padded_vocab(shape.vocab_size, t) // t
+        act += 2 * e * s * b * h / sp_div + (e + 4) * s * b * vocab
+    return StageMemory(stage=stage, params=params, weights=weights, grads=grads, optimizer=optimizer,
+                       activations=int(act), overhead=int(overhead_gib * GIB), inflight_micro_batches=chunks)

@@ -1,0 +1,167 @@
+"""Exact parameter counts and shapes per pipeline stage and tensor-parallel rank.
+
+Megatron's layout: the word embedding (and learned positions) live on the first stage, the final
+norm and output layer on the last; with tied embeddings and more than one stage, the last stage
+keeps its own copy of the word embedding (kept equal by an all-reduce of its gradient). Column-
+parallel weights are split by output rows, row-parallel ones by input columns; biases of row-
+parallel layers and norms are replicated.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from megazoo.core.plan.shapes import Layout, ModelShape, PlanError
+
+RELATIVE_BUCKETS = 32  # T5's relative-position buckets
+
+
+def padded_vocab(vocab_size: int, tp: int, multiple: int = 128) -> int:
+    """Vocabulary rounded up to a multiple of multiple * tp (as megazoo's embedding does)."""
+    step = multiple * tp
+    return -(-vocab_size // step) * step
+
+
+def check_layout(shape: ModelShape, layout: Layout) -> None:
+    """Raise PlanError when the layout does not divide the model or the GPUs."""
+    shape.validate()
+    for name in ("gpus", "tp", "pp", "vpp", "micro_batch"):
+        value = getattr(layout, name)
+        if not isinstance(value, int) or value < 1:
+            raise PlanError(f"{name} must be a positive integer, got {value!r}")
+    t, p = layout.tp, layout.pp
+    if layout.gpus % (t * p):
+        raise PlanError(f"{layout.gpus} GPUs are not divisible by tp x pp = {t} x {p} = {t * p}; "
+                        "choose degrees whose product divides the number of GPUs")
+    if shape.num_heads % t:
+        raise PlanError(f"num_heads {shape.num_heads} is not divisible by tp {t}")
+    if shape.kv_heads % t:
+        raise PlanError(f"num_kv_heads {shape.kv_heads} is not divisible by tp {t}")
+    if shape.ffn_hidden_size % t:
+        raise PlanError(f"ffn_hidden_size {shape.ffn_hidden_size} is not divisible by tp {t}")
+    if shape.arch == "t5" and p > 1:
+        raise PlanError("pipeline parallelism for T5 is not supported (as in Megatron-LM); use pp=1")
+    if layout.vpp > 1 and p == 1:
+        raise PlanError("vpp > 1 needs pp > 1 (interleaving needs a pipeline)")
+    if shape.num_layers % (p * layout.vpp):
+        what = f"pp x vpp = {p} x {layout.vpp}" if layout.vpp > 1 else f"pp {p}"
+        raise PlanError(f"num_layers {shape.num_layers} is not divisible by {what}; "
+                        "every pipeline stage must hold the same number of layers")
+    if layout.sequence_parallel and t == 1:
+        raise PlanError("sequence parallelism needs tp > 1")
+    seq = layout.seq_length or shape.seq_length
+    if layout.sequence_parallel and seq % t:
+        raise PlanError(f"seq_length {seq} is not divisible by tp {t} (sequence parallelism splits it)")
+    if layout.recompute not in ("none", "selective", "full"):
+        raise PlanError(f"recompute must be none, selective or full, got {layout.recompute!r}")
+    if layout.precision not in ("bf16", "fp16", "fp32"):
+        raise PlanError(f"precision must be bf16, fp16 or fp32, got {layout.precision!r}")
+    per_step = layout.dp * layout.micro_batch
+    if layout.batch % per_step:
+        raise PlanError(f"global batch {layout.batch} is not divisible by dp x micro-batch = "
+                        f"{layout.dp} x {layout.micro_batch} = {per_step}")
+
+
+def _norm(shape: ModelShape, h: int) -> list[tuple[int, ...]]:
+    return [(h,), (h,)] if shape.norm == "layernorm" else [(h,)]
+
+
+def attention_shapes(shape: ModelShape, tp: int, cross: bool = False) -> list[tuple[int, ...]]:
+    """Self-attention (fused qkv) or, with cross=True, T5 cross-attention (q, fused kv)."""
+    h, q, k = shape.hidden_size, shape.q_size, shape.kv_size
+    out: list[tuple[int, ...]] = []
+    if cross:
+        out += [(q // tp, h), (2 * k // tp, h)]
+        if shape.bias:
+            out += [(q // tp,), (2 * k // tp,)]
+    else:
+        out.append(((q + 2 * k) // tp, h))
+        if shape.bias:
+            out.append(((q + 2 * k) // tp,))
+    out.append((h, q // tp))
+    if shape.bias:
+        out.append((h,))
+    return out
+
+
+def mlp_shapes(shape: ModelShape, tp: int) -> list[tuple[int, ...]]:
+    h, f = shape.hidden_size, shape.ffn_hidden_size
+    width = (2 if shape.gated else 1) * f // tp  # SwiGLU keeps gate and up in one column-parallel weight
+    out: list[tuple[int, ...]] = [(width, h)]
+    if shape.bias:
+        out.append((width,))
+    out.append((h, f // tp))
+    if shape.bias:
+        out.append((h,))
+    return out
+
+
+def layer_shapes(shape: ModelShape, tp: int, decoder: bool = False) -> list[tuple[int, ...]]:
+    """One transformer layer on one tp rank (a T5 decoder layer adds cross-attention)."""
+    h = shape.hidden_size
+    out = _norm(shape, h) + attention_shapes(shape, tp)
+    if decoder:
+        out += _norm(shape, h) + attention_shapes(shape, tp, cross=True)
+    return out + _norm(shape, h) + mlp_shapes(shape, tp)
+
+
+def embedding_shapes(shape: ModelShape, tp: int, seq: int) -> list[tuple[int, ...]]:
+    h = shape.hidden_size
+    out: list[tuple[int, ...]] = [(padded_vocab(shape.vocab_size, tp) // tp, h)]
+    if shape.position == "learned":
+        out.append((seq, h))
+    if shape.arch == "bert":
+        out.append((2, h))  # token types
+        out += _norm(shape, h)  # embedding norm
+    return out
+
+
+def head_shapes(shape: ModelShape, tp: int, pp: int) -> list[tuple[int, ...]]:
+    """Final norm and output layer of the last stage (plus BERT's pooler and heads)."""
+    h = shape.hidden_size
+    vocab_rows = padded_vocab(shape.vocab_size, tp) // tp
+    out = list(_norm(shape, h))
+    if shape.arch == "t5":
+        out += _norm(shape, h)  # encoder and decoder each end with a norm
+    if shape.arch == "bert":
+        out += [(h, h), (h,)]  # pooler
+        out += [(h, h), (h,)] + _norm(shape, h) + [(vocab_rows,)]  # masked-LM head transform + bias
+        out += [(2, h), (2,)]  # binary (next-sentence) head
+    if not shape.tie_embeddings or pp > 1:
+        out.append((vocab_rows, h))
+    return out
+
+
+def stage_layers(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[int, int]]:
+    """The (start, stop) layer ranges of each model chunk on pipeline rank `stage`."""
+    p, v = layout.pp, layout.vpp
+    per_chunk = shape.num_layers // (p * v)
+    return [((c * p + stage) * per_chunk, (c * p + stage + 1) * per_chunk) for c in range(v)]
+
+
+def stage_shapes(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[int, ...]]:
+    """Every parameter shape held by one tp rank of pipeline rank `stage`."""
+    t, p = layout.tp, layout.pp
+    seq = layout.seq_length or shape.seq_length
+    out: list[tuple[int, ...]] = []
+    if stage == 0:
+        out += embedding_shapes(shape, t, seq)
+        if shape.position == "relative":
+            out.append((RELATIVE_BUCKETS, shape.num_heads // t))
+    n_layers = sum(b - a for a, b in stage_layers(shape, layout, stage))
+    out += layer_shapes(shape, t) * n_layers
+    if shape.arch == "t5":
+        out += layer_shapes(shape, t, decoder=True) * shape.num_decoder_layers
+        out.append((RELATIVE_BUCKETS, shape.num_heads // t))
+    if stage == p - 1:
+        out += head_shapes(shape, t, p)
+    return out
+
+
+def stage_params(shape: ModelShape, layout: Layout, stage: int) -> int:
+    return sum(prod(s) for s in stage_shapes(shape, layout, stage))
+
+
+def total_params(shape: ModelShape) -> int:
+    """Parameters of the whole model at tp=1, pp=1 (vocabulary padded to a multiple of 128)."""
+    return stage_params(shape, Layout(gpus=1, sp=False), 0)

@@ -1,0 +1,85 @@
+"""`plan`: memory, FLOPs and step time of one (model, layout, GPU); `search`: rank the layouts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from megazoo.core.plan.flops import model_flops
+from megazoo.core.plan.hardware import DEFAULT_EFFICIENCY, get_gpu
+from megazoo.core.plan.memory import GIB, StageMemory, stage_memory
+from megazoo.core.plan.params import check_layout, stage_params, total_params
+from megazoo.core.plan.shapes import GPU, Efficiency, Layout, ModelShape
+from megazoo.core.plan.timing import StepTime, step_time
+
+
+@dataclass
+class Plan:
+    """The planner's answer for one layout. Memory in GiB (2^30 bytes), time in seconds."""
+
+    model: str
+    gpu: str
+    layout: dict
+    dp: int
+    num_micro_batches: int
+    params_total: int
+    params_per_gpu: int  # the largest pipeline stage, one tp rank
+    memory_gb_per_gpu: float  # the stage with the largest total
+    memory_breakdown_gb: dict
+    gpu_memory_gb: float
+    fits: bool
+    flops_per_iteration: float  # model FLOPs (DESIGN.md formula, no recompute)
+    step_time_s: float
+    time_breakdown_s: dict
+    tokens_per_s: float
+    tflops_per_gpu: float  # model FLOPs per second per GPU
+    hw_tflops_per_gpu: float  # executed FLOPs (recompute included) per second per GPU
+    mfu: float
+    bubble_fraction: float
+    stages: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
+         eff: Efficiency = DEFAULT_EFFICIENCY) -> Plan:
+    """Evaluate one layout; raises PlanError for a layout that does not divide the model or GPUs."""
+    g = get_gpu(gpu)
+    check_layout(shape, layout)
+    stages: list[StageMemory] = [stage_memory(shape, layout, i, eff.overhead_gib) for i in range(layout.pp)]
+    worst = max(stages, key=lambda m: m.total)
+    t: StepTime = step_time(shape, layout, g, eff)
+    seq = layout.seq_length or shape.seq_length
+    flops = model_flops(shape, layout.batch, seq, tp=layout.tp)
+    step = t.total
+    warnings = []
+    if layout.vpp > 1 and layout.num_micro_batches % layout.pp:
+        warnings.append(f"interleaved schedule: {layout.num_micro_batches} micro-batches per replica is not a "
+                        f"multiple of pp {layout.pp} (Megatron-LM requires it)")
+    if worst.total > g.memory_gib * GIB:
+        warnings.append(f"needs {worst.total / GIB:.1f} GiB on pipeline stage {worst.stage}, the "
+                        f"{g.name} has {g.memory_gib:.0f} GiB: does not fit")
+    return Plan(
+        model=shape.name or "model", gpu=g.name,
+        layout=dict(gpus=layout.gpus, tp=layout.tp, pp=layout.pp, vpp=layout.vpp, dp=layout.dp,
+                    micro_batch=layout.micro_batch, global_batch=layout.batch, seq_length=seq,
+                    sp=layout.sequence_parallel, recompute=layout.recompute,
+                    distributed_optimizer=layout.distributed_optimizer, precision=layout.precision),
+        dp=layout.dp, num_micro_batches=layout.num_micro_batches,
+        params_total=total_params(shape), params_per_gpu=max(stage_params(shape, layout, i) for i in range(layout.pp)),
+        memory_gb_per_gpu=worst.total / GIB,
+        memory_breakdown_gb={k: getattr(worst, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "overhead")},
+        gpu_memory_gb=g.memory_gib, fits=worst.total <= g.memory_gib * GIB,
+        flops_per_iteration=flops, step_time_s=step,
+        time_breakdown_s=dict(compute=t.compute, bubble=t.bubble, tp_comm_in_compute=t.tp_comm, pp_comm=t.pp_comm,
+                              dp_comm=t.dp_comm, optimizer=t.optimizer, other=t.other),
+        tokens_per_s=layout.batch * seq / step,
+        tflops_per_gpu=flops / step / layout.gpus / 1e12,
+        hw_tflops_per_gpu=t.executed_flops_per_gpu / step / 1e12,
+        mfu=flops / step / layout.gpus / (g.peak_tflops * 1e12),
+        bubble_fraction=(layout.pp - 1) / (layout.vpp * layout.num_micro_batches),
+        stages=[dict(stage=m.stage, params=m.params, memory_gb=m.total / GIB, activations_gb=m.activations / GIB,
+                     inflight=m.inflight_micro_batches) for m in stages],
+        warnings=warnings,
+    )

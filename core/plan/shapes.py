@@ -1,0 +1,156 @@
+"""The planner's inputs: a model's shape and a parallel layout, as plain dataclasses.
+
+core knows no model: the zoo converts a model card into a `ModelShape`; anything else (a test, a
+paper's table row) can build one directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+ARCHS = ("gpt", "llama", "bert", "t5")
+ACTIVATIONS = ("gelu", "swiglu")
+RECOMPUTE = ("none", "selective", "full")
+PRECISIONS = ("bf16", "fp16", "fp32")
+
+
+class PlanError(ValueError):
+    """A model/layout/GPU combination the planner cannot evaluate, with what to change."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """Sizes of a transformer, enough to count its parameters, FLOPs and activations."""
+
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    ffn_hidden_size: int
+    vocab_size: int
+    seq_length: int
+    num_kv_heads: int | None = None  # None: as many as num_heads (plain multi-head attention)
+    kv_channels: int | None = None  # per-head size; None: hidden_size // num_heads
+    activation: str = "gelu"
+    tie_embeddings: bool = True
+    arch: str = "gpt"
+    position: str = "learned"  # learned | rope | relative
+    norm: str = "layernorm"  # layernorm | rmsnorm
+    bias: bool = True
+    num_decoder_layers: int = 0  # t5 only
+    dropout: bool = True  # dropout masks are stored as activations when on
+    name: str = ""
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_kv_heads or self.num_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.kv_channels or self.hidden_size // self.num_heads
+
+    @property
+    def q_size(self) -> int:
+        """Width of the query projection (kv_channels * heads)."""
+        return self.head_dim * self.num_heads
+
+    @property
+    def kv_size(self) -> int:
+        """Width of one of the key/value projections (kv_channels * kv groups)."""
+        return self.head_dim * self.kv_heads
+
+    @property
+    def gated(self) -> bool:
+        return self.activation == "swiglu"
+
+    @property
+    def causal(self) -> bool:
+        return self.arch in ("gpt", "llama")
+
+    def validate(self) -> None:
+        if self.arch not in ARCHS:
+            raise PlanError(f"model arch {self.arch!r} is not one of {', '.join(ARCHS)}")
+        if self.activation not in ACTIVATIONS:
+            raise PlanError(f"model activation {self.activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        for name in ("num_layers", "hidden_size", "num_heads", "ffn_hidden_size", "vocab_size", "seq_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise PlanError(f"model {name} must be a positive integer, got {value!r}")
+        if self.kv_channels is None and self.hidden_size % self.num_heads:
+            raise PlanError(f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}; "
+                            "set kv_channels or choose sizes that divide")
+        if self.num_heads % self.kv_heads:
+            raise PlanError(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.kv_heads}")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one training step is spread over GPUs. dp is derived: gpus = tp * pp * dp."""
+
+    gpus: int
+    tp: int = 1
+    pp: int = 1
+    vpp: int = 1  # model chunks per pipeline rank (interleaved 1F1B when > 1)
+    micro_batch: int = 1
+    global_batch: int | None = None  # sequences per step; None: one micro-batch per replica
+    seq_length: int | None = None  # None: the model's
+    sp: bool | None = None  # sequence parallelism; None: on whenever tp > 1
+    recompute: str = "none"  # none | selective | full
+    distributed_optimizer: bool = False
+    precision: str = "bf16"
+    gpus_per_node: int | None = None  # None: the GPU table's
+    nvlink_gb_s: float | None = None  # per-direction NVLink bandwidth per GPU; None: the table's
+    network_gb_s: float | None = None  # per-GPU inter-node bandwidth; None: the table's
+    # software features of the training stack (facts about the run, not tuning knobs)
+    flash_attention: bool = True  # fused attention: no s x s scores stored, causal half computed
+    overlap_grad_reduce: bool = False
+    overlap_param_gather: bool = False
+    tp_comm_overlap: bool = False
+    scatter_gather: bool = True  # pp sends 1/tp of the activation over the network (Narayanan 2021)
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // (self.tp * self.pp)
+
+    @property
+    def sequence_parallel(self) -> bool:
+        return self.tp > 1 if self.sp is None else bool(self.sp)
+
+    @property
+    def batch(self) -> int:
+        return self.global_batch if self.global_batch is not None else self.dp * self.micro_batch
+
+    @property
+    def num_micro_batches(self) -> int:
+        """Micro-batches per pipeline (per data-parallel replica) in one step."""
+        return self.batch // (self.dp * self.micro_batch)
+
+    def with_(self, **changes) -> "Layout":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator type: dense bf16 peak, memory and link bandwidths (per GPU, per direction)."""
+
+    name: str
+    peak_tflops: float
+    memory_gib: float
+    hbm_gb_s: float
+    nvlink_gb_s: float
+    network_gb_s: float
+    gpus_per_node: int = 8
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """The one global set of efficiency constants (no per-case fitting; see bench/RESULTS.md)."""
+
+    gemm_max: float = 0.80  # best fraction of peak a large bf16 GEMM reaches
+    gemm_dim_half: float = 96.0  # a GEMM dimension d costs d/(d + this) of gemm_max (tile/wave losses)
+    flash_fraction: float = 0.55  # fused attention kernels relative to gemm_max
+    hbm_fraction: float = 0.80  # of HBM bandwidth reached by element-wise kernels
+    link_fraction: float = 0.75  # of link bandwidth reached by collectives (NCCL bus bandwidth)
+    overlap_exposed: float = 0.25  # share of an overlapped communication left on the critical path
+    overhead_gib: float = 3.0  # CUDA context, NCCL buffers, workspaces, allocator fragmentation
+    step_overhead_s: float = 0.0  # fixed per-step cost (data loading, logging)

@@ -1,0 +1,1 @@
+"""The `accuracy` evaluate module (see accuracy.py)."""

@@ -1,0 +1,1 @@
+"""The `bioasq_factoid` evaluate module (see bioasq_factoid.py)."""

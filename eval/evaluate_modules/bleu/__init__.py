@@ -1,0 +1,1 @@
+"""The `bleu` evaluate module (see bleu.py)."""

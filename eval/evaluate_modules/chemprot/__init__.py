@@ -1,0 +1,1 @@
+"""The `chemprot` evaluate module (see chemprot.py)."""

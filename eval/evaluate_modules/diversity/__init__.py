@@ -1,0 +1,1 @@
+"""The `diversity` evaluate module (see diversity.py)."""

@@ -1,0 +1,1 @@
+"""The `ner` evaluate module (see ner.py)."""

@@ -1,0 +1,1 @@
+"""The `perplexity` evaluate module (see perplexity.py)."""

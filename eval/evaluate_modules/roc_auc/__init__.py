@@ -1,0 +1,1 @@
+"""The `roc_auc` evaluate module (see roc_auc.py)."""

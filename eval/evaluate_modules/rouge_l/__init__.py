@@ -1,0 +1,1 @@
+"""The `rouge_l` evaluate module (see rouge_l.py)."""

@@ -1,0 +1,1 @@
+"""The `squad` evaluate module (see squad.py)."""

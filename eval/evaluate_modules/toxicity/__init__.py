@@ -1,0 +1,1 @@
+"""The `toxicity` evaluate module (see toxicity.py)."""

@@ -1,0 +1,1 @@
+"""The `wikitext_perplexity` evaluate module (see wikitext_perplexity.py)."""

@@ -1,0 +1,81 @@
+"""Shared pieces of the readers: the error type, file opening and JSON-lines parsing.
+
+Every problem with an input file raises ``ReaderError``, whose message names the file and the
+1-based line (``path, line N: what is wrong``), so a user can open the file at that place.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterator
+
+
+class ReaderError(ValueError):
+    """A task file in a wrong format, with a missing field, or empty; names file and line."""
+
+    def __init__(self, path: str | os.PathLike, line: int, problem: str):
+        self.path = os.fspath(path)
+        self.line = line
+        self.problem = problem
+        super().__init__(f"{self.path}, line {line}: {problem}")
+
+
+def read_text(path: str | os.PathLike, what: str) -> str:
+    """The whole UTF-8 file; an undecodable or empty (blank) file is a ReaderError."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{os.fspath(path)}: no such file (expected {what})")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise ReaderError(path, line, f"not UTF-8 text (expected {what})") from None
+    if not text.strip():
+        raise ReaderError(path, 1, f"the file is empty (expected {what})")
+    return text
+
+
+def numbered_lines(path: str | os.PathLike, what: str) -> Iterator[tuple[int, str]]:
+    """(line number, line without its newline) for each non-blank line of a non-empty file."""
+    for number, line in enumerate(read_text(path, what).splitlines(), start=1):
+        if line.strip():
+            yield number, line
+
+
+def read_jsonl(path: str | os.PathLike, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSON-lines file of objects."""
+    for number, line in numbered_lines(path, what):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ReaderError(path, number, f"not valid JSON ({err.msg}); expected {what}") from None
+        if not isinstance(obj, dict):
+            raise ReaderError(path, number, f"expected a JSON object ({what}), got {type(obj).__name__}")
+        yield number, obj
+
+
+_TYPE_NAMES = {str: "a string", bool: "true/false", int: "an integer", list: "a list", dict: "an object"}
+
+
+def field(obj: dict[str, Any], name: str, kind: type, path: str | os.PathLike, line: int) -> Any:
+    """``obj[name]`` checked to be of ``kind``; a missing or mistyped field is a ReaderError."""
+    if name not in obj:
+        raise ReaderError(path, line, f"missing field {name!r}")
+    value = obj[name]
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if not ok:
+        raise ReaderError(
+            path, line, f"field {name!r} must be {_TYPE_NAMES.get(kind, kind.__name__)}, got {value!r:.60}"
+        )
+    return value
+
+
+def string_list(obj: dict[str, Any], name: str, path: str | os.PathLike, line: int, size: int | None = None) -> list[str]:
+    """``obj[name]`` checked to be a list of strings (of ``size`` items, when given)."""
+    value = field(obj, name, list, path, line)
+    if not all(isinstance(v, str) for v in value):
+        raise ReaderError(path, line, f"field {name!r} must be a list of strings")
+    if size is not None and len(value) != size:
+        raise ReaderError(path, line, f"field {name!r} must have {size} items, got {len(value)}")
+    return value

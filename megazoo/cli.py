@@ -1,0 +1,64 @@
+"""The `megazoo` command line.
+
+Each subcommand lives in its own module, which defines `add_arguments(parser)` and `run(args)`.
+Only the chosen command's module is imported, so `megazoo --help` stays fast and a broken optional
+dependency of one command never breaks another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "quickstart": ("megazoo.quickstart", "the main job: pretrain a small GPT at TP=2 x PP=2, evaluate, export to HF"),
+    "train": ("megazoo.core.train.cli", "train from a recipe: megazoo train RECIPE [--set k=v ...] [--nproc N]"),
+    "eval": ("megazoo.eval.cli", "zero-shot suites, task evaluators, the leaderboard runner"),
+    "export-hf": ("megazoo.zoo.cli_export", "export a megazoo checkpoint to a Hugging Face folder"),
+    "import-hf": ("megazoo.zoo.cli_import", "import a Hugging Face folder into a megazoo checkpoint"),
+    "zoo": ("megazoo.zoo.cli_zoo", "list and show the named model cards"),
+    "plan": ("megazoo.core.plan.cli", "memory and throughput planner for cluster-scale layouts"),
+    "preprocess": ("megazoo.core.data.cli", "text/JSONL -> Megatron .bin/.idx"),
+    "task": ("megazoo.tasks.cli", "run a research task's stage, e.g. `megazoo task race finetune RECIPE`"),
+}
+
+
+def _top_help() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = ["usage: megazoo COMMAND [ARGS ...]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "`megazoo COMMAND --help` shows a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_top_help())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        from megazoo import __version__
+
+        print(f"megazoo {__version__}")
+        return 0
+    name = argv[0]
+    if name not in COMMANDS:
+        import difflib
+
+        close = difflib.get_close_matches(name, COMMANDS, n=1)
+        hint = f" Did you mean `{close[0]}`?" if close else ""
+        print(f"megazoo: unknown command `{name}`.{hint}\n\n{_top_help()}", file=sys.stderr)
+        return 2
+    module_name, help_ = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"megazoo {name}", description=help_)
+    module.add_arguments(parser)
+    args = parser.parse_args(argv[1:])
+    result = module.run(args)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

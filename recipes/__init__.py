@@ -1,0 +1,1 @@
+"""Recipe files (YAML) shipped with the package; names resolve from any directory."""

