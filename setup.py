@@ -5,6 +5,7 @@ recipes/ -> megazoo.recipes, so nothing generic lands in site-packages. Every fo
 __init__.py below a root becomes a subpackage, so new subpackages need no edit here.
 """
 import os
+import sysconfig
 
 from setuptools import setup
 
@@ -30,4 +31,8 @@ def find_packages():
 
 
 packages, package_dir = find_packages()
-setup(packages=packages, package_dir=package_dir)
+# megazoo-lm-eval.pth goes to site-packages (as data relative to the install prefix, which works for
+# regular and editable installs); it lets `lm_eval --model megazoo` find the backend
+_paths = sysconfig.get_paths()
+site = os.path.relpath(_paths["purelib"], _paths["data"])
+setup(packages=packages, package_dir=package_dir, data_files=[(site, ["megazoo-lm-eval.pth"])])

@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-hf": ("megazoo.zoo.cli_export", "export a megazoo checkpoint to a Hugging Face folder"),
     "import-hf": ("megazoo.zoo.cli_import", "import a Hugging Face folder into a megazoo checkpoint"),
     "zoo": ("megazoo.zoo.cli_zoo", "list and show the named model cards"),
-    "plan": ("megazoo.core.plan.cli", "memory and throughput planner for cluster-scale layouts"),
+    "plan": ("megazoo.zoo.cli_plan", "memory and throughput planner for cluster-scale layouts"),
     "preprocess": ("megazoo.core.data.cli", "text/JSONL -> Megatron .bin/.idx"),
     "task": ("megazoo.tasks.cli", "run a research task's stage, e.g. `megazoo task race finetune RECIPE`"),
 }

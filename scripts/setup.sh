@@ -16,4 +16,6 @@ if [ "${MEGAZOO_GPU:-0}" != "1" ]; then CONSTRAINTS=(-c constraints-cpu.txt); fi
 # declared dependencies would pull a different torch or nothing useful
 "${PIP[@]}" "${CONSTRAINTS[@]}" -r requirements-assets.txt
 "${PIP[@]}" "${CONSTRAINTS[@]}" --no-deps -r requirements-nodeps.txt
+# editable installs skip data files: put the lm-eval start-up hook in site-packages by hand
+cp megazoo-lm-eval.pth "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 echo "megazoo installed in .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

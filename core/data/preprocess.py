@@ -8,6 +8,7 @@ line; on any error the partial output is removed and an older output under the p
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing as mp
 import os
 import sys
@@ -80,9 +81,9 @@ def _encode_chunk(docs: Sequence[RawDoc]) -> tuple:
     encoded = tok.encode_batch(texts) if texts else []
     lengths: list[int] = []
     flat: list[list[int]] = []
+    kept: list[RawDoc] = []
     skipped = 0
     pos = 0
-    max_id = int(np.iinfo(job.dtype).max)
     for d, n in owners:
         seqs = [s for s in encoded[pos:pos + n] if s]
         pos += n
@@ -91,17 +92,28 @@ def _encode_chunk(docs: Sequence[RawDoc]) -> tuple:
             continue
         if job.append_eod:
             seqs[-1] = seqs[-1] + [tok.eod]
-        top = max(max(s) for s in seqs)
-        if top > max_id:
-            raise DataError(f"{d.path}:{d.line}: token id {top} does not fit the token dtype "
-                            f"{job.dtype}: the vocabulary ({tok.vocab_size}) is too large for it; "
-                            f"use --dtype int32 (or auto)")
         flat.extend(seqs)
         lengths.extend(len(s) for s in seqs)
         doc_seq_counts.append(len(seqs))
+        kept.append(d)
         per_file[d.path] = per_file.get(d.path, 0) + 1
-    tokens = np.fromiter((t for s in flat for t in s), dtype=job.dtype, count=sum(lengths))
-    return tokens, np.asarray(lengths, np.int32), np.asarray(doc_seq_counts, np.int64), skipped, per_file
+    # chain.from_iterable flattens in C; a generator expression here costs more than writing.
+    tokens = np.fromiter(itertools.chain.from_iterable(flat), dtype=np.int64, count=sum(lengths))
+    max_id = int(np.iinfo(job.dtype).max)
+    if len(tokens) and int(tokens.max()) > max_id:
+        _raise_too_large(tokens, lengths, doc_seq_counts, kept, max_id, job, tok)
+    return tokens.astype(job.dtype), np.asarray(lengths, np.int32), np.asarray(doc_seq_counts, np.int64), skipped, per_file
+
+
+def _raise_too_large(tokens, lengths, doc_seq_counts, docs, max_id, job, tok) -> None:
+    """Name the first record whose ids overflow the dtype (the slow path, only on failure)."""
+    doc_tokens = np.add.reduceat(np.asarray(lengths), np.concatenate([[0], np.cumsum(doc_seq_counts)[:-1]]))
+    ends = np.cumsum(doc_tokens)
+    first_bad = int(np.flatnonzero(tokens > max_id)[0])
+    d = docs[int(np.searchsorted(ends, first_bad, side="right"))]
+    raise DataError(f"{d.path}:{d.line}: token id {int(tokens[first_bad])} does not fit the token dtype "
+                    f"{job.dtype}: the vocabulary ({tok.vocab_size}) is too large for it; "
+                    f"use --dtype int32 (or auto)")
 
 
 def _chunks(inputs: Sequence[str], fmt: str, text_mode: str) -> Iterator[tuple[list[RawDoc], int]]:
@@ -210,6 +222,7 @@ def merge(prefixes: Sequence[str], output_prefix: str) -> PreprocessStats:
 
     start = time.perf_counter()
     ds = merge_datasets(prefixes, output_prefix)
-    stats = PreprocessStats(output_prefix, documents=ds.num_documents, sequences=len(ds), tokens=ds.num_tokens)
+    stats = PreprocessStats(output_prefix, documents=ds.num_documents, sequences=len(ds), tokens=ds.num_tokens,
+                            input_bytes=os.path.getsize(ds.bin_file))
     stats.seconds = time.perf_counter() - start
     return stats

@@ -124,7 +124,9 @@ class HFTokenizer(Tokenizer):
         return self.backend.encode(text, add_special_tokens=False).ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [e.ids for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
+        # encode_batch_fast skips character offsets we never use (same ids, ~1.3x less CPU).
+        encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
+        return [e.ids for e in encode(list(texts), add_special_tokens=False)]
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.backend.decode([int(i) for i in ids], skip_special_tokens=False)
@@ -379,12 +381,14 @@ def build_tokenizer(kind: str, path_or_name: str | None = None, extra_ids: int =
 
 def train_sentencepiece(texts: Iterable[str], model_prefix: str | os.PathLike, vocab_size: int,
                         model_type: str = "unigram", character_coverage: float = 1.0,
-                        user_defined_symbols: Sequence[str] = (), seed: int = 0,
-                        extra_ids: int = 0) -> SentencePieceTokenizer:
+                        user_defined_symbols: Sequence[str] = (), extra_ids: int = 0,
+                        exact: bool = True) -> SentencePieceTokenizer:
     """Train a new SentencePiece vocabulary (e.g. a biomedical domain vocab) on `texts`.
 
     Writes `model_prefix.model` / `.vocab` and returns the loaded tokenizer. pad is id 3, as
     Megatron expects a pad id; `user_defined_symbols` can add <cls>/<sep>/<mask> for BERT.
+    exact=True (default): no normalisation and byte fallback, so decode(encode(text)) == text even
+    for newlines and unseen characters (Llama-style); exact=False: SentencePiece's NFKC defaults.
     """
     import sentencepiece as spm
 
@@ -395,9 +399,12 @@ def train_sentencepiece(texts: Iterable[str], model_prefix: str | os.PathLike, v
         spm.SentencePieceTrainer.train(
             sentence_iterator=sentences, model_prefix=str(prefix), vocab_size=vocab_size,
             model_type=model_type, character_coverage=character_coverage,
-            pad_id=3, unk_id=0, bos_id=1, eos_id=2, random_seed=seed,
+            pad_id=3, unk_id=0, bos_id=1, eos_id=2,
+            # one thread: training is then deterministic for the same texts
             user_defined_symbols=list(user_defined_symbols), num_threads=1,
-            minloglevel=2, hard_vocab_limit=True)
+            minloglevel=2, hard_vocab_limit=True, byte_fallback=exact,
+            normalization_rule_name="identity" if exact else "nmt_nfkc",
+            remove_extra_whitespaces=not exact)
     except RuntimeError as exc:
         raise DataError(f"{prefix}.model: SentencePiece training failed: {exc}") from None
     return sentencepiece_tokenizer(str(prefix) + ".model", extra_ids)

@@ -13,7 +13,7 @@ class TransformerConfig:
     num_kv_heads: int | None = None  # None: multi-head attention (= num_heads)
     ffn_hidden_size: int | None = None  # None: 4 * hidden (GELU) or Llama's rounding (SwiGLU)
     kv_channels: int | None = None  # head dim; None: hidden / heads
-    activation: str = "gelu"  # gelu (tanh approximation, as GPT-2) | gelu_exact | swiglu | relu
+    activation: str = "gelu"  # gelu (tanh approximation, as GPT-2) | gelu_exact | swiglu | geglu | relu
     norm: str = "layernorm"  # layernorm | rmsnorm
     norm_eps: float = 1e-5
     position: str = "learned"  # learned | rope | none | relative (T5: the zoo adds the bias)
@@ -44,8 +44,8 @@ class TransformerConfig:
             raise ValueError(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.num_kv_heads}")
         if self.recompute not in ("none", "selective", "full"):
             raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
-        if self.activation not in ("gelu", "gelu_exact", "swiglu", "relu"):
-            raise ValueError(f"activation must be gelu, gelu_exact, swiglu or relu, got {self.activation!r}")
+        if self.activation not in ("gelu", "gelu_exact", "swiglu", "geglu", "relu"):
+            raise ValueError(f"activation must be gelu, gelu_exact, swiglu, geglu or relu, got {self.activation!r}")
         if self.norm not in ("layernorm", "rmsnorm"):
             raise ValueError(f"norm must be layernorm or rmsnorm, got {self.norm!r}")
 

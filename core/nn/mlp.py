@@ -1,4 +1,4 @@
-"""The feed-forward block: GELU (GPT-2/BERT) or SwiGLU (Llama), tensor- and sequence-parallel.
+"""The feed-forward block: GELU (GPT-2/BERT), SwiGLU (Llama) or GEGLU (T5 v1.1), tensor- and sequence-parallel.
 
 SwiGLU keeps gate and up as two column-parallel projections (not one fused weight) so that each tp
 slice holds matching gate and up columns whatever the tp degree.
@@ -22,7 +22,7 @@ class MLP(nn.Module):
         self.activation = cfg.activation
         h, f = cfg.hidden_size, cfg.ffn_hidden_size
         self.fc1 = ColumnParallelLinear(h, f, ctx, bias=cfg.bias, init_std=cfg.init_std, dtype=dtype, device=device)
-        if cfg.activation == "swiglu":
+        if cfg.activation in ("swiglu", "geglu"):
             self.gate = ColumnParallelLinear(h, f, ctx, bias=cfg.bias, init_std=cfg.init_std, dtype=dtype, device=device)
         self.fc2 = RowParallelLinear(f, h, ctx, bias=cfg.bias, init_std=cfg.output_std, dtype=dtype, device=device)
 
@@ -30,6 +30,8 @@ class MLP(nn.Module):
         up = self.fc1(x)
         if self.activation == "swiglu":
             hidden = F.silu(self.gate(x)) * up
+        elif self.activation == "geglu":  # T5 v1.1 "gated-gelu" (tanh GELU on the gate)
+            hidden = F.gelu(self.gate(x), approximate="tanh") * up
         elif self.activation == "gelu":
             hidden = F.gelu(up, approximate="tanh")
         elif self.activation == "gelu_exact":

@@ -63,13 +63,14 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
     def backward(ctx, grad_loss):
         softmax, idx, outside, ignored, pad = ctx.saved_tensors
         eps = ctx.smoothing
+        # d loss / d logit = softmax - (1 - eps) * onehot(target) - eps / V (real columns), in place
+        # on the saved softmax to avoid another [tokens, V/tp] buffer
         grad = softmax
-        onehot = torch.zeros_like(grad).scatter_(-1, idx.unsqueeze(-1), 1.0)
-        onehot = onehot * (~outside).unsqueeze(-1)
-        grad = grad - (1.0 - eps) * onehot
+        owned = (~outside).to(grad.dtype).unsqueeze(-1)
+        grad.scatter_add_(-1, idx.unsqueeze(-1), -(1.0 - eps) * owned)
         if eps > 0:
-            grad = grad - (eps / ctx.vocab_size) * (~pad).to(grad.dtype)
-        grad = grad * (grad_loss * (~ignored)).unsqueeze(-1)
+            grad -= (eps / ctx.vocab_size) * (~pad).to(grad.dtype)
+        grad *= (grad_loss * (~ignored)).unsqueeze(-1)
         return grad, None, None, None, None, None
 
 

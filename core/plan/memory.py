@@ -100,8 +100,8 @@ def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: fl
         act += layer_activation_bytes(shape, layout, recompute="none")
     if stage == 0 and shape.dropout:  # embedding dropout mask per in-flight micro-batch
         act += -(-chunks // layout.vpp) * s * b * h / sp_div
-    if stage == layout.pp - 1:  # final norm input, logits (bf16) and fp32 softmax for one micro-batch
+    if stage == layout.pp - 1:  # final norm and head inputs, the cross-entropy's fp32 softmax (4sbV/t)
         vocab = padded_vocab(shape.vocab_size, t) // t
-        act += 2 * e * s * b * h / sp_div + (e + 4) * s * b * vocab
+        act += 2 * e * s * b * h / sp_div + 4 * s * b * vocab
     return StageMemory(stage=stage, params=params, weights=weights, grads=grads, optimizer=optimizer,
                        activations=int(act), overhead=int(overhead_gib * GIB), inflight_micro_batches=chunks)

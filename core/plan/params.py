@@ -85,11 +85,10 @@ def attention_shapes(shape: ModelShape, tp: int, cross: bool = False) -> list[tu
 
 
 def mlp_shapes(shape: ModelShape, tp: int) -> list[tuple[int, ...]]:
+    """fc1 (and, for SwiGLU, a separate gate of the same shape), both column-parallel; fc2 row-parallel."""
     h, f = shape.hidden_size, shape.ffn_hidden_size
-    width = (2 if shape.gated else 1) * f // tp  # SwiGLU keeps gate and up in one column-parallel weight
-    out: list[tuple[int, ...]] = [(width, h)]
-    if shape.bias:
-        out.append((width,))
+    column: list[tuple[int, ...]] = [(f // tp, h)] + ([(f // tp,)] if shape.bias else [])
+    out = column * (2 if shape.gated else 1)
     out.append((h, f // tp))
     if shape.bias:
         out.append((h,))
@@ -158,8 +157,26 @@ def stage_shapes(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[in
     return out
 
 
+def _count(shapes: list[tuple[int, ...]]) -> int:
+    return sum(prod(s) for s in shapes)
+
+
 def stage_params(shape: ModelShape, layout: Layout, stage: int) -> int:
-    return sum(prod(s) for s in stage_shapes(shape, layout, stage))
+    """Parameters held by one tp rank of pipeline rank `stage` (the sum over stage_shapes)."""
+    t, p = layout.tp, layout.pp
+    total = 0
+    if stage == 0:
+        total += _count(embedding_shapes(shape, t, layout.seq_length or shape.seq_length))
+        if shape.position == "relative":
+            total += RELATIVE_BUCKETS * (shape.num_heads // t)
+    n_layers = sum(b - a for a, b in stage_layers(shape, layout, stage))
+    total += n_layers * _count(layer_shapes(shape, t))
+    if shape.arch == "t5":
+        total += shape.num_decoder_layers * _count(layer_shapes(shape, t, decoder=True))
+        total += RELATIVE_BUCKETS * (shape.num_heads // t)
+    if stage == p - 1:
+        total += _count(head_shapes(shape, t, p))
+    return total
 
 
 def total_params(shape: ModelShape) -> int:

@@ -1,9 +1,10 @@
 """Step time: GEMMs, attention, element-wise kernels, communication and the pipeline schedule.
 
 Every kernel's time comes from its FLOPs or bytes and the GPU table, scaled by the one global
-`Efficiency`: a GEMM with dimensions (M, K, N) runs at peak * gemm_max * prod(d / (d + d_half)),
-which is why small GEMMs (narrow tp slices, short heads) are slower; element-wise kernels move
-bytes at hbm_fraction of HBM bandwidth; collectives run at link_fraction of the link they cross.
+`Efficiency`: a GEMM with dimensions (M, K, N) runs at the GPU's sustained matmul rate times
+gemm_fraction * prod(d / (d + gemm_dim_half)), so small GEMMs (narrow tp slices, short heads) are
+slower; element-wise kernels move bytes at hbm_fraction of HBM bandwidth; every kernel pays a fixed
+launch/tail cost; collectives run at link_fraction of the link they cross.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def gemm_time(m: float, k: float, n: float, gpu: GPU, eff: Efficiency, batch: fl
     shape_eff = 1.0
     for d in (m, k, n):
         shape_eff *= d / (d + eff.gemm_dim_half)
-    return batch * 2.0 * m * k * n / (gpu.peak_tflops * 1e12 * eff.gemm_max * shape_eff)
+    return batch * 2.0 * m * k * n / (gpu.matmul_tflops * 1e12 * eff.gemm_fraction * shape_eff)
 
 
 def _bytes_time(nbytes: float, gpu: GPU, eff: Efficiency) -> float:
@@ -57,7 +58,7 @@ def layer_forward(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) 
     heads = b * a / t
     if layout.flash_attention:
         frac = 0.5 if shape.causal else 1.0
-        attn = frac * 4.0 * heads * s * s * d / (gpu.peak_tflops * 1e12 * eff.gemm_max * eff.flash_fraction)
+        attn = frac * 4.0 * heads * s * s * d / (gpu.matmul_tflops * 1e12 * eff.gemm_fraction * eff.flash_fraction)
     else:  # two batched GEMMs per head over the full (masked) s x s matrix
         attn = gemm_time(s, d, s, gpu, eff, heads) + gemm_time(s, s, d, gpu, eff, heads)
     e = 4 if layout.precision == "fp32" else 2
@@ -70,7 +71,11 @@ def layer_forward(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) 
         split += 2 * e * tokens * (q + k) / t
     if not layout.flash_attention:  # fused scale-mask-softmax, then dropout on the probabilities
         split += (2 * e + drop * (2 * e + 1)) * heads * s * s
-    return gemm, attn, _bytes_time(rep + split, gpu, eff)
+    # kernels per layer forward: 4 GEMMs, 2 norms, 2 residual adds, the activation, attention
+    # (1 fused or 4 unfused: two batched GEMMs, softmax, dropout), rope
+    kernels = 9 + (1 if layout.flash_attention else 4) + (1 if shape.position == "rope" else 0)
+    elementwise = _bytes_time(rep + split, gpu, eff) + (kernels - 4) * eff.kernel_overhead_s
+    return gemm + 4 * eff.kernel_overhead_s, attn, elementwise
 
 
 def tp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency) -> float:

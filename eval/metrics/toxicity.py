@@ -26,8 +26,8 @@ def group_scores(scores: Sequence[Score] | Sequence[Sequence[Score]], k: int) ->
     """Per-prompt lists of k generation scores (None -> -1), from a flat or nested list."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    if scores and not isinstance(scores[0], (int, float, type(None))):
-        groups = [list(g) for g in scores]  # already nested
+    if len(scores) and hasattr(scores[0], "__len__"):
+        groups = [list(g) for g in scores]  # already one list (or array row) per prompt
     else:
         if len(scores) % k:
             raise ValueError(f"{len(scores)} scores is not a multiple of k={k} generations per prompt")

@@ -38,9 +38,17 @@ def read_text(path: str | os.PathLike, what: str) -> str:
 
 def numbered_lines(path: str | os.PathLike, what: str) -> Iterator[tuple[int, str]]:
     """(line number, line without its newline) for each non-blank line of a non-empty file."""
-    for number, line in enumerate(read_text(path, what).splitlines(), start=1):
+    # split on "\n" only: str.splitlines would also break at U+2028 etc. inside JSON strings
+    for number, line in enumerate(read_text(path, what).split("\n"), start=1):
+        line = line.rstrip("\r")
         if line.strip():
             yield number, line
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` with their ``\n`` kept, split at ``\n`` only."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 def read_jsonl(path: str | os.PathLike, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -71,7 +79,9 @@ def field(obj: dict[str, Any], name: str, kind: type, path: str | os.PathLike, l
     return value
 
 
-def string_list(obj: dict[str, Any], name: str, path: str | os.PathLike, line: int, size: int | None = None) -> list[str]:
+def string_list(
+    obj: dict[str, Any], name: str, path: str | os.PathLike, line: int, size: int | None = None
+) -> list[str]:
     """``obj[name]`` checked to be a list of strings (of ``size`` items, when given)."""
     value = field(obj, name, list, path, line)
     if not all(isinstance(v, str) for v in value):

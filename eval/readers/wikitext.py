@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from megazoo.eval.readers.common import ReaderError, read_text
+from megazoo.eval.readers.common import ReaderError, read_text, split_lines
 
 _ARTICLE_HEADING = re.compile(r"^ = ([^=].*?) = $")
 
@@ -34,18 +34,17 @@ def read_wikitext(path: str | os.PathLike) -> list[WikitextArticle]:
     raw = read_text(path, what)
     articles: list[WikitextArticle] = []
     pending = ""
-    for line in raw.splitlines(keepends=True):
+    for number, line in enumerate(split_lines(raw), start=1):
         match = _ARTICLE_HEADING.match(line.rstrip("\r\n"))
         if match:
             articles.append(WikitextArticle(title=match.group(1), text=pending + line))
             pending = ""
         elif articles:
             articles[-1].text += line
+        elif line.strip():  # text before any heading: not the WikiText layout
+            raise ReaderError(path, number, f"text before the first article heading; expected {what}")
         else:
             pending += line
-            if pending.strip():  # text before any heading: not the WikiText layout
-                number = pending.count("\n") + (0 if pending.endswith("\n") else 1)
-                raise ReaderError(path, number, f"text before the first article heading; expected {what}")
     if not articles:
         raise ReaderError(path, 1, f"no article heading found; expected {what}")
     return articles

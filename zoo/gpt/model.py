@@ -41,6 +41,8 @@ class GPTModel(nn.Module):
         if pre_process:
             self.embed = VocabParallelEmbedding(cfg.vocab_size, cfg.hidden_size, ctx, cfg.init_std,
                                                 cfg.make_vocab_size_divisible_by, **kw)
+            # the first-stage half of a tied pair whose head lives on another pipeline stage
+            self.embed.weight.shared_embedding = cfg.tie_embeddings and not post_process
             if cfg.position == "learned":
                 self.pos_embed = describe(nn.Parameter(torch.empty(cfg.seq_length, cfg.hidden_size, **kw)),
                                           ("normal", cfg.init_std))

@@ -13,7 +13,8 @@ def forward_backward_no_pipelining(chunks, micro_batches, ctx: ParallelContext, 
     total = torch.zeros((), dtype=torch.float32)
     for mb in micro_batches:
         with torch.set_grad_enabled(not forward_only):
-            per_token = model(input_ids=mb["input_ids"], labels=mb["labels"])
+            extra = {k: mb[k] for k in ("position_ids", "attention_mask") if k in mb}
+            per_token = model(input_ids=mb["input_ids"], labels=mb["labels"], **extra)
             loss = loss_fn(per_token, mb)
         if not forward_only:
             loss.backward()

@@ -21,8 +21,18 @@ class Accuracy(evaluate.Metric):
             citation="",
             inputs_description=_KWARGS,
             features=[
-                datasets.Features({"predictions": datasets.Value("int64"), "references": datasets.Value("int64")}),
-                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("int64"),
+                        "references": datasets.Value("int64"),
+                    }
+                ),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Value("string"),
+                    }
+                ),
             ],
         )
 

@@ -22,7 +22,10 @@ class BioasqFactoid(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation="Tsatsaronis et al. 2015, An overview of the BIOASQ large-scale biomedical semantic indexing and question answering competition.",
+            citation=(
+                "Tsatsaronis et al. 2015, An overview of the BIOASQ large-scale biomedical "
+                "semantic indexing and question answering competition."
+            ),
             inputs_description=_KWARGS,
             features=datasets.Features(
                 {

@@ -28,7 +28,12 @@ class Bleu(evaluate.Metric):
                         "references": datasets.Sequence(datasets.Value("string")),
                     }
                 ),
-                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Value("string"),
+                    }
+                ),
             ],
         )
 

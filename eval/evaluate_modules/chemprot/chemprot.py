@@ -23,7 +23,12 @@ class Chemprot(evaluate.Metric):
             description=_DESCRIPTION,
             citation="Peng et al. 2019, Transfer Learning in Biomedical NLP (BLUE).",
             inputs_description=_KWARGS,
-            features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Value("string"),
+                    "references": datasets.Value("string"),
+                }
+            ),
         )
 
     def _compute(self, predictions, references):

@@ -22,9 +22,17 @@ class DialogueF1(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation="Miller et al. 2017, ParlAI; Liu et al. 2022, Multi-Stage Prompting for Knowledgeable Dialogue Generation.",
+            citation=(
+                "Miller et al. 2017, ParlAI; Liu et al. 2022, Multi-Stage Prompting for "
+                "Knowledgeable Dialogue Generation."
+            ),
             inputs_description=_KWARGS,
-            features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Value("string"),
+                    "references": datasets.Value("string"),
+                }
+            ),
         )
 
     def _compute(self, predictions, references):

@@ -23,7 +23,12 @@ class Perplexity(evaluate.Metric):
             description=_DESCRIPTION,
             citation="",
             inputs_description=_KWARGS,
-            features=datasets.Features({"nll": datasets.Value("float64"), "num_tokens": datasets.Value("int64")}),
+            features=datasets.Features(
+                {
+                    "nll": datasets.Value("float64"),
+                    "num_tokens": datasets.Value("int64"),
+                }
+            ),
         )
 
     def _compute(self, nll, num_tokens):

@@ -20,7 +20,12 @@ class RocAuc(evaluate.Metric):
             description=_DESCRIPTION,
             citation="Hanley and McNeil 1982, The meaning and use of the area under a ROC curve.",
             inputs_description=_KWARGS,
-            features=datasets.Features({"predictions": datasets.Value("float64"), "references": datasets.Value("int64")}),
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Value("float64"),
+                    "references": datasets.Value("int64"),
+                }
+            ),
         )
 
     def _compute(self, predictions, references):

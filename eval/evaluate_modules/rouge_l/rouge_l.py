@@ -28,7 +28,12 @@ class RougeL(evaluate.Metric):
                         "references": datasets.Sequence(datasets.Value("string")),
                     }
                 ),
-                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Value("string"),
+                    }
+                ),
             ],
         )
 

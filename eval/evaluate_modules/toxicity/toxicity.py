@@ -22,7 +22,10 @@ class Toxicity(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation="Gehman et al. 2020, RealToxicityPrompts; Wang et al. 2022, Exploring the Limits of Domain-Adaptive Training for Detoxifying Large-Scale Language Models.",
+            citation=(
+                "Gehman et al. 2020, RealToxicityPrompts; Wang et al. 2022, Exploring the Limits "
+                "of Domain-Adaptive Training for Detoxifying Large-Scale Language Models."
+            ),
             inputs_description=_KWARGS,
             features=datasets.Features(
                 {

@@ -22,7 +22,10 @@ class WikitextPerplexity(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation="Shoeybi et al. 2019, Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism.",
+            citation=(
+                "Shoeybi et al. 2019, Megatron-LM: Training Multi-Billion Parameter Language "
+                "Models Using Model Parallelism."
+            ),
             inputs_description=_KWARGS,
             features=datasets.Features(
                 {

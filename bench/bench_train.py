@@ -1,0 +1,179 @@
+"""Training throughput: megazoo against transformers' GPT2LMHeadModel, in one run on this CPU.
+
+Model (both): 6 layers, hidden 768, 12 heads, vocabulary 32768, sequence 512, micro-batch 4,
+AdamW, no dropout, tied embeddings. Measured in the same process, steps interleaved round-robin so
+that load on a shared machine hits every contender alike:
+  - HF fp32 vs megazoo fp32 (2 threads each);
+  - HF under bf16 autocast vs megazoo's bf16 policy (bf16 model, fp32 main params and grads);
+  - megazoo TP=2 (2 ranks x 1 thread) vs TP=1 (1 rank x 2 threads), fp32.
+Model FLOPs follow Megatron's formula (the same count for both); MFU divides by the dense GEMM
+peak of the same dtype measured on this machine during the run, with 2 threads.
+
+    python bench/bench_train.py [--steps 3] [--write]      (--write updates bench/RESULTS.md)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")  # the trainer's own peak is not used here
+
+SIZES = dict(num_layers=6, hidden_size=768, num_heads=12, vocab_size=32768, seq_length=512)
+MICRO = 4
+THREADS = 2
+
+
+def mz_config(run_dir: str, dtype: str = "fp32", tp: int = 1):
+    from megazoo.core.train import RunConfig
+
+    sets = [f"model.{k}={v}" for k, v in SIZES.items()] + [
+        "model.arch=gpt", f"train.micro_batch={MICRO}", f"train.global_batch={MICRO}", "train.steps=1000",
+        "data.synthetic=true", f"precision.dtype={dtype}", f"parallel.tp={tp}", "log.progress=false",
+        "checkpoint.save=false", "checkpoint.resume=none", f"log.dir={run_dir}", "train.eval_iters=1"]
+    return RunConfig.load("gpt-tiny", sets)
+
+
+class Megazoo:
+    def __init__(self, dtype: str, run_dir: str, tp: int = 1):
+        from megazoo.core.train import Trainer
+
+        self.trainer = Trainer(mz_config(run_dir, dtype, tp), monitor=False)
+
+    def step(self) -> float:
+        tr = self.trainer
+        mbs = tr.train_data.step(tr.consumed_samples)
+        t = time.perf_counter()
+        tr.train_step(mbs)
+        tr.consumed_samples += 0  # train_step already advanced it
+        return time.perf_counter() - t
+
+
+class HF:
+    def __init__(self, autocast_bf16: bool, model=None, seed: int = 0):
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        if model is None:
+            torch.manual_seed(seed)
+            cfg = GPT2Config(n_layer=SIZES["num_layers"], n_embd=SIZES["hidden_size"], n_head=SIZES["num_heads"],
+                             vocab_size=SIZES["vocab_size"], n_positions=SIZES["seq_length"], resid_pdrop=0.0,
+                             embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+            model = GPT2LMHeadModel(cfg)  # transformers picks SDPA attention when torch has it
+            model.train()
+        self.model, self.autocast = model, autocast_bf16
+        self.opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+        g = torch.Generator().manual_seed(1)
+        self.ids = torch.randint(0, SIZES["vocab_size"], (MICRO, SIZES["seq_length"]), generator=g)
+
+    def step(self) -> float:
+        t = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):
+            loss = self.model(input_ids=self.ids, labels=self.ids).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        return time.perf_counter() - t
+
+
+def flops_per_step() -> float:
+    from megazoo.core.train.models import load_builder
+
+    return load_builder({"arch": "gpt", **SIZES}).flops_per_iteration(MICRO, 1)
+
+
+def _tp2_rank(run_dir: str, steps: int) -> list[float]:
+    m = Megazoo("fp32", run_dir, tp=2)
+    m.step()  # warm-up
+    return [m.step() for _ in range(steps)]
+
+
+def main(argv=None) -> int:
+    from megazoo.core.parallel.launch import spawn
+    from megazoo.core.train.flops import gemm_flops
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=3, help="timed steps per contender (after one warm-up)")
+    ap.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
+    ap.add_argument("--out", default="/tmp/megazoo-bench-train")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(THREADS)
+    flops = flops_per_step()
+    tokens = MICRO * SIZES["seq_length"]
+    peak = {"fp32": gemm_flops(torch.float32, "cpu", THREADS, size=1024, seconds=1.0),
+            "bf16": gemm_flops(torch.bfloat16, "cpu", THREADS, size=1024, seconds=1.0)}
+    print(f"peak GEMM ({THREADS} threads): fp32 {peak['fp32'] / 1e12:.3f}, bf16 {peak['bf16'] / 1e12:.3f} TFLOP/s", flush=True)
+
+    hf32 = HF(False)
+    contenders = {"HF fp32": (hf32, "fp32"), "megazoo fp32": (Megazoo("fp32", f"{args.out}/fp32"), "fp32"),
+                  "HF bf16 autocast": (HF(True, model=hf32.model), "bf16"),
+                  "megazoo bf16": (Megazoo("bf16", f"{args.out}/bf16"), "bf16")}
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for rnd in range(args.steps + 1):  # round 0 warms up
+        for name, (c, _) in contenders.items():
+            dt = c.step()
+            if rnd > 0:
+                times[name].append(dt)
+            print(f"  round {rnd} {name}: {dt:.2f} s", flush=True)
+    # TP=1 (1 rank, 2 threads) vs TP=2 (2 ranks x 1 thread), fp32, the same model
+    tp1 = [contenders["megazoo fp32"][0].step() for _ in range(args.steps)]
+    del contenders, hf32
+    tp2 = spawn(_tp2_rank, 2, f"{args.out}/tp2", args.steps, timeout=1800, threads=1)
+    times["megazoo fp32 TP=1 (1 rank x 2 threads)"] = tp1
+    times["megazoo fp32 TP=2 (2 ranks x 1 thread)"] = [max(a, b) for a, b in zip(*tp2)]
+    for rnd in range(args.steps):
+        print(f"  TP=1 {tp1[rnd]:.2f} s, TP=2 {times['megazoo fp32 TP=2 (2 ranks x 1 thread)'][rnd]:.2f} s", flush=True)
+
+    peak_of = lambda name: peak["bf16" if "bf16" in name else "fp32"]  # noqa: E731
+    rows = []
+    for name, ts in times.items():
+        dt = statistics.median(ts)
+        rows.append((name, dt, tokens / dt, flops / dt / 1e12, flops / dt / peak_of(name)))
+    by = {r[0]: r for r in rows}
+    ratios = {
+        "megazoo fp32 / HF fp32 (target >= 1.0)": by["megazoo fp32"][2] / by["HF fp32"][2],
+        "megazoo bf16 / HF bf16 autocast (target >= 1.5)": by["megazoo bf16"][2] / by["HF bf16 autocast"][2],
+        "megazoo bf16 MFU vs bf16 GEMM peak (target >= 0.5)": by["megazoo bf16"][4],
+        "TP=2 / TP=1 (target >= 0.8)": by["megazoo fp32 TP=2 (2 ranks x 1 thread)"][2]
+        / by["megazoo fp32 TP=1 (1 rank x 2 threads)"][2],
+    }
+    lines = ["| contender | median step (s) | tokens/s | TFLOP/s | MFU |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {n} | {dt:.2f} | {tps:,.0f} | {tf:.3f} | {100 * m:.1f}% |" for n, dt, tps, tf, m in rows]
+    lines += ["", "| ratio | value |", "|---|---:|"] + [f"| {k} | {v:.2f} |" for k, v in ratios.items()]
+    load = os.getloadavg()[0]
+    header = (f"Model: 6 layers, hidden 768, 12 heads, vocab 32768, seq 512, micro-batch 4, AdamW "
+              f"({flops / 1e12:.3f} TFLOP per step, Megatron formula). {args.steps} timed steps each after one "
+              f"warm-up, interleaved; medians. Peak GEMM measured in the run ({THREADS} threads): fp32 "
+              f"{peak['fp32'] / 1e12:.3f}, bf16 {peak['bf16'] / 1e12:.3f} TFLOP/s. Load average at the end: {load:.1f} "
+              f"on {os.cpu_count()} cores. Run: `python bench/bench_train.py --write` ({time.strftime('%Y-%m-%d %H:%M')}).")
+    text = header + "\n\n" + "\n".join(lines)
+    print(text)
+    if args.write:
+        write_section(text)
+    return 0
+
+
+SECTION = "## Training throughput (bench/bench_train.py)"
+
+
+def write_section(body: str) -> None:
+    path = Path(__file__).with_name("RESULTS.md")
+    old = path.read_text() if path.exists() else "# Benchmark results\n"
+    if SECTION in old:
+        head, rest = old.split(SECTION, 1)
+        nxt = rest.find("\n## ")
+        tail = rest[nxt:] if nxt >= 0 else ""
+        new = head + SECTION + "\n\n" + body + "\n" + tail
+    else:
+        new = old.rstrip("\n") + "\n\n" + SECTION + "\n\n" + body + "\n"
+    path.write_text(new)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Flat parameter and gradient buffers, and the bucketed data-parallel gradient reduction.
+
+Every trainable parameter becomes a view into one flat buffer of the compute dtype (`param_data`)
+and gets `p.main_grad`, a view into one flat fp32 buffer (`main_grad`) where gradients of all
+micro-batches accumulate in fp32:
+  - fp32 params: `p.grad` *is* the `main_grad` view, autograd adds into it in place;
+  - bf16/fp16 params: a post-accumulate-grad hook adds `p.grad` into `p.main_grad` and frees it.
+
+The buffer is cut into buckets, laid out in reverse parameter order (roughly the order in which
+backward produces gradients). Each bucket is padded to a multiple of the shard count so that rank r
+of the data-parallel group owns slice r of every bucket (the distributed optimizer's shard). When
+every parameter of a bucket has received its last micro-batch's gradient, the bucket's all-reduce
+(or reduce-scatter, for the distributed optimizer) is started asynchronously, overlapping the rest
+of the backward pass. `finish()` waits for them, and reduces synchronously any bucket that was not
+started (overlap off, a backend without async collectives, or a parameter that got no gradient).
+
+Parameters tagged `tied_across_stages` (a tied embedding split over pipeline stages) are kept in
+a separate bucket that is only reduced in `finish_late()`, after the pipeline runtime has summed
+them across the embedding group.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from megazoo.core.parallel.context import ParallelContext
+
+
+class Bucket:
+    def __init__(self, index: int, params: list[nn.Parameter], start: int, end: int, shards: int, late: bool):
+        self.index, self.params, self.start, self.end, self.late = index, params, start, end, late
+        self.shard_size = (end - start) // shards
+        self.pending = len(params)
+        self.handle = None
+        self.launched = False
+
+
+class GradBuffers:
+    def __init__(self, params: list[nn.Parameter], dtype: torch.dtype, ctx: ParallelContext, distributed: bool,
+                 bucket_size: int = 10_000_000, overlap: bool = True):
+        self.ctx, self.dtype, self.distributed, self.overlap = ctx, dtype, distributed, overlap
+        self.shards = ctx.dp if distributed else 1
+        self.shard_rank = ctx.dp_rank if distributed else 0
+        self.params = params
+        early = [p for p in reversed(params) if not getattr(p, "tied_across_stages", False)]
+        late = [p for p in reversed(params) if getattr(p, "tied_across_stages", False)]
+
+        # layout: (param, offset) per bucket
+        self.buckets: list[Bucket] = []
+        self.offset: dict[nn.Parameter, int] = {}
+        pos = 0
+        for group, is_late in ((early, False), (late, True)):
+            current: list[nn.Parameter] = []
+            start = pos
+            for i, p in enumerate(group):
+                self.offset[p] = pos
+                pos += p.numel()
+                current.append(p)
+                if pos - start >= bucket_size or i == len(group) - 1:
+                    pos = start + _round_up(pos - start, self.shards)
+                    self.buckets.append(Bucket(len(self.buckets), current, start, pos, self.shards, is_late))
+                    current, start = [], pos
+        self.numel = pos
+        self.bucket_of = {p: b for b in self.buckets for p in b.params}
+
+        # fp32 values of the (already initialised) parameters, before any cast to the compute dtype
+        self.fp32_values = torch.zeros(self.numel, dtype=torch.float32, device=ctx.device)
+        self.param_data = torch.zeros(self.numel, dtype=dtype, device=ctx.device)
+        self.main_grad = torch.zeros(self.numel, dtype=torch.float32, device=ctx.device)
+        for p in params:
+            a, n = self.offset[p], p.numel()
+            self.fp32_values[a:a + n].copy_(p.detach().reshape(-1))
+            self.param_data[a:a + n].copy_(p.detach().reshape(-1))
+            p.data = self.param_data[a:a + n].view(p.shape)
+            p.main_grad = self.main_grad[a:a + n].view(p.shape)
+            if dtype == torch.float32:
+                p.grad = p.main_grad
+        if dtype == torch.float32:
+            self.fp32_values = self.param_data  # no separate copy needed
+        # the reduced gradient shard this rank owns (the whole buffer without the distributed optimizer)
+        if self.distributed and self.shards > 1:
+            self.grad_shard = torch.zeros(self.numel // self.shards, dtype=torch.float32, device=ctx.device)
+        else:
+            self.grad_shard = self.main_grad
+        self.counts: dict[nn.Parameter, int] = {p: 0 for p in params}
+        self.expected = 1
+        self.hooks = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params]
+
+    # ownership -----------------------------------------------------------------------------------
+    def owned_range(self, bucket: Bucket) -> tuple[int, int]:
+        """[start, end) in the flat buffer of this rank's slice of `bucket`."""
+        a = bucket.start + self.shard_rank * bucket.shard_size
+        return a, a + bucket.shard_size
+
+    def shard_offset(self, bucket: Bucket) -> int:
+        """Where `bucket`'s owned slice sits in `grad_shard` (and in the optimizer's main shard)."""
+        if self.grad_shard is self.main_grad:
+            return self.owned_range(bucket)[0]
+        return bucket.start // self.shards
+
+    # the step's life cycle ---------------------------------------------------------------------
+    def start(self, num_micro_batches: int) -> None:
+        """Zero the gradients; each parameter is complete after `num_micro_batches` gradients."""
+        self.main_grad.zero_()
+        if self.grad_shard is not self.main_grad:
+            self.grad_shard.zero_()
+        self.expected = num_micro_batches
+        for p in self.params:
+            self.counts[p] = 0
+            if self.dtype != torch.float32:
+                p.grad = None
+        for b in self.buckets:
+            b.pending, b.handle, b.launched = len(b.params), None, False
+
+    def _on_grad(self, p: nn.Parameter) -> None:
+        if self.dtype != torch.float32:
+            p.main_grad.add_(p.grad)
+            p.grad = None
+        elif p.grad is not p.main_grad and p.grad.data_ptr() != p.main_grad.data_ptr():
+            # something replaced the gradient tensor: fold it back into the buffer
+            p.main_grad.add_(p.grad)
+            p.grad = p.main_grad
+        self.counts[p] += 1
+        if self.counts[p] == self.expected:
+            bucket = self.bucket_of[p]
+            bucket.pending -= 1
+            if bucket.pending == 0 and self.overlap and not bucket.late:
+                self._launch(bucket, async_op=True)
+
+    def _launch(self, bucket: Bucket, async_op: bool) -> None:
+        bucket.launched = True
+        if self.ctx.dp == 1:
+            return
+        grad = self.main_grad[bucket.start:bucket.end]
+        group = self.ctx.dp_group
+        try:
+            if self.grad_shard is self.main_grad:
+                bucket.handle = dist.all_reduce(grad, group=group, async_op=async_op)
+            else:
+                o = self.shard_offset(bucket)
+                out = self.grad_shard[o:o + bucket.shard_size]
+                bucket.handle = dist.reduce_scatter_tensor(out, grad, group=group, async_op=async_op)
+        except (RuntimeError, NotImplementedError):
+            if not async_op:
+                raise
+            self.overlap = False  # this backend cannot start collectives asynchronously
+            self._launch(bucket, async_op=False)
+
+    def finish(self) -> None:
+        """Wait for the started reductions; reduce the rest (except the late bucket)."""
+        for b in self.buckets:
+            if not b.late and not b.launched:
+                self._launch(b, async_op=False)
+        for b in self.buckets:
+            if b.handle is not None:
+                b.handle.wait()
+                b.handle = None
+
+    def finish_late(self) -> None:
+        for b in self.buckets:
+            if b.late and not b.launched:
+                self._launch(b, async_op=False)
+
+    def all_gather_params(self) -> None:
+        """After a sharded step: every rank gets the updated slices of the others."""
+        if self.grad_shard is self.main_grad or self.ctx.dp == 1:
+            return
+        handles = []
+        for b in self.buckets:
+            a, e = self.owned_range(b)
+            mine = self.param_data[a:e].clone()  # input must not alias the output
+            handles.append(dist.all_gather_into_tensor(self.param_data[b.start:b.end], mine,
+                                                       group=self.ctx.dp_group, async_op=True))
+        for h in handles:
+            h.wait()
+
+    def remove_hooks(self) -> None:
+        for h in self.hooks:
+            h.remove()
+        self.hooks = []
+
+
+def _round_up(n: int, m: int) -> int:
+    return ((n + m - 1) // m) * m

@@ -1,0 +1,61 @@
+"""Enumerate the layouts that divide the model and the GPUs, keep those that fit, rank by speed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from megazoo.core.plan.hardware import DEFAULT_EFFICIENCY, get_gpu
+from megazoo.core.plan.planner import Plan, plan
+from megazoo.core.plan.shapes import GPU, Efficiency, Layout, ModelShape, PlanError
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def candidate_layouts(shape: ModelShape, base: Layout, gpu: GPU, micro_batches=(1, 2, 4, 8),
+                      recomputes=("none", "selective", "full"), distributed=(False, True), max_vpp: int = 8):
+    """Every layout of `base.gpus` GPUs that divides the model; tp stays inside a node."""
+    per_node = base.gpus_per_node or gpu.gpus_per_node
+    batch = base.global_batch
+    for tp in divisors(per_node):
+        if shape.num_heads % tp or shape.kv_heads % tp or shape.ffn_hidden_size % tp:
+            continue
+        for pp in divisors(shape.num_layers):
+            if base.gpus % (tp * pp) or (shape.arch == "t5" and pp > 1):
+                continue
+            dp = base.gpus // (tp * pp)
+            vpps = [v for v in divisors(shape.num_layers // pp) if v <= max_vpp] if pp > 1 else [1]
+            for mb in micro_batches:
+                if batch is not None and batch % (dp * mb):
+                    continue
+                for vpp in vpps:
+                    for rc in recomputes:
+                        for dist in distributed:
+                            if dist and dp == 1:
+                                continue
+                            yield replace(base, tp=tp, pp=pp, vpp=vpp, micro_batch=mb, recompute=rc,
+                                          distributed_optimizer=dist, sp=None if tp > 1 else False)
+
+
+def search(shape: ModelShape, base: Layout, gpu: str | GPU = "a100-80gb", eff: Efficiency = DEFAULT_EFFICIENCY,
+           per_layout: bool = True, **choices) -> list[Plan]:
+    """Plans of every feasible layout, highest predicted throughput (tokens/s) first. With
+    per_layout, only the fastest setting (micro-batch, interleaving, recompute, optimizer sharding)
+    of each (tp, pp) is kept. Without a global batch, each layout runs one micro-batch per replica."""
+    g = get_gpu(gpu)
+    plans: list[Plan] = []
+    for layout in candidate_layouts(shape, base, g, **choices):
+        try:
+            p = plan(shape, layout, g, eff)
+        except PlanError:
+            continue
+        if p.fits:
+            plans.append(p)
+    plans.sort(key=lambda p: -p.tokens_per_s)
+    if not per_layout:
+        return plans
+    best: dict[tuple[int, int], Plan] = {}
+    for p in plans:
+        best.setdefault((p.layout["tp"], p.layout["pp"]), p)
+    return sorted(best.values(), key=lambda p: -p.tokens_per_s)

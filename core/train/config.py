@@ -1,0 +1,306 @@
+"""The run configuration: one dataclass per component, composed into a RunConfig.
+
+Sources, in order: the dataclass defaults, a YAML recipe, then dotted `--set key=value` overrides.
+Every key is checked: an unknown key names the nearest valid one, a value of the wrong type says
+which type was expected, and `validate(world_size)` checks the layout (batch divisibility, degrees,
+model shape against tp/pp) before any rank starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from megazoo.core.parallel.context import ParallelConfig, ParallelConfigError
+
+
+class ConfigError(ValueError):
+    """A configuration mistake, with what was wrong and what to do."""
+
+
+@dataclass
+class TrainConfig:
+    micro_batch: int = 2
+    global_batch: int = 8
+    steps: int = 10
+    seed: int = 1234
+    lr: float = 3e-4
+    min_lr: float = 3e-5
+    warmup: int = 0
+    decay: str = "cosine"  # cosine | linear | constant
+    weight_decay: float = 0.1
+    clip_grad: float = 1.0  # 0: no clipping
+    betas: list = field(default_factory=lambda: [0.9, 0.95])
+    eps: float = 1e-8
+    eval_interval: int = 0  # 0: evaluate only at the end
+    eval_iters: int = 2
+    log_interval: int = 1
+
+
+@dataclass
+class PrecisionConfig:
+    dtype: str = "fp32"  # fp32 | bf16 | fp16
+    initial_scale: float = 2.0**32
+    min_scale: float = 1.0
+    growth_interval: int = 1000
+    hysteresis: int = 2
+
+
+@dataclass
+class OptimConfig:
+    distributed: bool = False  # ZeRO-1: main params and Adam state sharded across data parallelism
+    bucket_size: int = 10_000_000  # elements per gradient bucket
+    overlap_grad_reduce: bool = True  # start bucket reductions during backward
+
+
+@dataclass
+class DataConfig:
+    path: Any = None  # a .bin/.idx prefix, or [weight, prefix, weight, prefix, ...]; None: embedded corpus
+    synthetic: bool = False  # deterministic synthetic token sequences (tests, benchmarks)
+    split: str = "949,50,1"  # train,valid,test weights
+    tokenizer: str = "gpt2"
+    corpus: str = "stdlib"  # the embedded corpus used when path is unset
+    cache_dir: Any = None  # sample-index cache; None: $MEGAZOO_CACHE/indices
+
+
+@dataclass
+class CheckpointConfig:
+    dir: Any = None  # None: <log.dir>/checkpoints
+    interval: int = 0  # 0: only at the end
+    keep: int = 2
+    resume: str = "auto"  # auto | a path | none
+    save: bool = True
+
+
+@dataclass
+class LogConfig:
+    dir: Any = None  # None: runs/<recipe name>
+    tensorboard: bool = False
+    progress: bool = True
+    plot: bool = True
+
+
+SECTIONS = {"parallel": ParallelConfig, "train": TrainConfig, "precision": PrecisionConfig, "optim": OptimConfig,
+            "data": DataConfig, "checkpoint": CheckpointConfig, "log": LogConfig}
+RECOMPUTE = ("none", "selective", "full")
+DTYPES = ("fp32", "bf16", "fp16")
+
+
+@dataclass
+class RunConfig:
+    model: dict = field(default_factory=lambda: {"arch": "gpt"})
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    precision: PrecisionConfig = field(default_factory=PrecisionConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    recompute: str = "none"
+    name: str = "run"
+
+    # construction -------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "config") -> "RunConfig":
+        if not isinstance(d, dict):
+            raise ConfigError(f"{where}: expected a mapping of sections (model, parallel, train, ...), got {type(d).__name__}")
+        cfg = cls()
+        for key, value in d.items():
+            cfg.set(key, value, where)
+        return cfg
+
+    @classmethod
+    def load(cls, recipe: str | os.PathLike | None = None, overrides: list[str] | None = None) -> "RunConfig":
+        """A recipe (YAML path or shipped recipe name) plus `key=value` overrides."""
+        cfg = cls()
+        if recipe is not None:
+            path = resolve_recipe(recipe)
+            try:
+                data = yaml.safe_load(path.read_text()) or {}
+            except yaml.YAMLError as e:
+                raise ConfigError(f"{path}: not valid YAML: {e}") from None
+            cfg = cls.from_dict(data, where=str(path))
+            if "name" not in data:
+                cfg.name = path.stem
+        for item in overrides or []:
+            cfg.apply_override(item)
+        return cfg
+
+    def apply_override(self, item: str) -> None:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected key=value, e.g. train.steps=20")
+        key, raw = item.split("=", 1)
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            value = raw
+        self.set(key.strip(), value, "--set")
+
+    def set(self, key: str, value: Any, where: str = "config") -> None:
+        """Set a dotted key (or a whole section given as a mapping), type-checked."""
+        head, _, rest = key.partition(".")
+        top = [f.name for f in fields(self)]
+        if head not in top:
+            raise unknown_key(key, self.valid_keys(), where)
+        if head == "model":
+            if rest:
+                if rest == "recompute":
+                    raise ConfigError(f"{where}: model.recompute: set the top-level key `recompute` (none | selective | full)")
+                self.model[rest] = value
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    self.set(f"model.{k}", v, where)
+            else:
+                raise ConfigError(f"{where}: model must be a mapping of model settings, got {value!r}")
+            return
+        if head in SECTIONS:
+            section = getattr(self, head)
+            if not rest:
+                if not isinstance(value, dict):
+                    raise ConfigError(f"{where}: `{head}` must be a mapping, got {value!r}")
+                for k, v in value.items():
+                    self.set(f"{head}.{k}", v, where)
+                return
+            names = {f.name: f for f in fields(section)}
+            if rest not in names:
+                raise unknown_key(key, self.valid_keys(), where)
+            setattr(section, rest, check_type(key, value, names[rest].type, where))
+            return
+        if rest:
+            raise unknown_key(key, self.valid_keys(), where)
+        setattr(self, head, check_type(key, value, "str", where))
+
+    def valid_keys(self) -> list[str]:
+        keys = ["model", "model.arch", "recompute", "name"]
+        keys += [f"model.{k}" for k in self.model]
+        for name, cls in SECTIONS.items():
+            keys += [name] + [f"{name}.{f.name}" for f in fields(cls)]
+        return keys
+
+    def to_dict(self) -> dict:
+        out = {"name": self.name, "model": dict(self.model), "recompute": self.recompute}
+        for name in SECTIONS:
+            out[name] = dataclasses.asdict(getattr(self, name))
+        return out
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    # derived ----------------------------------------------------------------------------------
+    @property
+    def compute_dtype(self):
+        import torch
+
+        return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[self.precision.dtype]
+
+    def run_dir(self) -> Path:
+        return Path(self.log.dir) if self.log.dir else Path("runs") / self.name
+
+    def checkpoint_dir(self) -> Path:
+        return Path(self.checkpoint.dir) if self.checkpoint.dir else self.run_dir() / "checkpoints"
+
+    def micro_batches_per_step(self, dp: int) -> int:
+        return self.train.global_batch // (self.train.micro_batch * dp)
+
+    # validation -------------------------------------------------------------------------------
+    def validate(self, world_size: int = 1):
+        """Check everything that can be checked before a rank starts; return the model builder."""
+        from megazoo.core.train.models import load_builder
+
+        try:
+            dp = self.parallel.validate(world_size)
+        except ParallelConfigError as e:
+            raise ConfigError(str(e)) from None
+        t = self.train
+        for key in ("micro_batch", "global_batch", "steps", "log_interval", "eval_iters"):
+            if getattr(t, key) < 1:
+                raise ConfigError(f"train.{key} must be >= 1, got {getattr(t, key)}")
+        if t.global_batch % (t.micro_batch * dp):
+            raise ConfigError(
+                f"train.global_batch={t.global_batch} is not divisible by train.micro_batch x data-parallel size "
+                f"= {t.micro_batch} x {dp} = {t.micro_batch * dp} (world {world_size} = tp {self.parallel.tp} x "
+                f"pp {self.parallel.pp} x dp {dp}); choose a global batch that is a multiple of {t.micro_batch * dp}")
+        if t.decay not in ("cosine", "linear", "constant"):
+            raise ConfigError(f"train.decay must be cosine, linear or constant, got {t.decay!r}")
+        if t.lr < 0 or t.min_lr < 0 or t.min_lr > t.lr:
+            raise ConfigError(f"need 0 <= train.min_lr <= train.lr, got min_lr={t.min_lr}, lr={t.lr}")
+        if not (isinstance(t.betas, (list, tuple)) and len(t.betas) == 2 and all(0 <= b < 1 for b in t.betas)):
+            raise ConfigError(f"train.betas must be two numbers in [0, 1), got {t.betas!r}")
+        if self.precision.dtype not in DTYPES:
+            raise ConfigError(f"precision.dtype must be one of {', '.join(DTYPES)}, got {self.precision.dtype!r}")
+        if self.recompute not in RECOMPUTE:
+            raise ConfigError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        if self.checkpoint.keep < 1:
+            raise ConfigError(f"checkpoint.keep must be >= 1, got {self.checkpoint.keep}")
+        builder = load_builder(self.model, self.recompute)
+        builder.check_layout(self.parallel)
+        return builder
+
+
+def unknown_key(key: str, valid: list[str], where: str) -> ConfigError:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    if not close:  # try the last component alone (e.g. train.setps -> train.steps)
+        tail = key.rsplit(".", 1)[-1]
+        close = [k for k in valid if difflib.get_close_matches(tail, [k.rsplit(".", 1)[-1]], n=1, cutoff=0.7)][:1]
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    return ConfigError(f"{where}: unknown key `{key}`{hint}")
+
+
+def check_type(key: str, value: Any, annotation, where: str = "config") -> Any:
+    """Accept `value` for a field annotated `annotation` (a type or its string form) or raise."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    options = [t.strip() for t in text.split("|")]
+    if value is None:
+        if "None" in options or "Any" in options:
+            return None
+        raise ConfigError(f"{where}: {key} must be {text}, got null")
+    for opt in options:
+        if opt == "Any":
+            return value
+        if opt == "bool" and isinstance(value, bool):
+            return value
+        if opt == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if opt == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if opt in ("int", "float") and isinstance(value, str):  # YAML 1.1 reads 1e-3 as a string
+            try:
+                number = float(value)
+            except ValueError:
+                continue
+            if opt == "float":
+                return number
+            if number.is_integer():
+                return int(number)
+        if opt == "str" and isinstance(value, str):
+            return value
+        if opt.startswith(("list", "tuple")) and isinstance(value, (list, tuple)):
+            return list(value)
+    raise ConfigError(f"{where}: {key} must be {text}, got {value!r} ({type(value).__name__})")
+
+
+def recipe_dir() -> Path:
+    import megazoo.recipes
+
+    return Path(megazoo.recipes.__file__).parent
+
+
+def resolve_recipe(recipe: str | os.PathLike) -> Path:
+    """A YAML path, or the name of a shipped recipe with or without `.yaml`."""
+    path = Path(recipe)
+    if path.is_file():
+        return path
+    name = str(recipe)
+    for candidate in (recipe_dir() / name, recipe_dir() / f"{name}.yaml"):
+        if candidate.is_file():
+            return candidate
+    known = sorted(p.stem for p in recipe_dir().glob("*.yaml"))
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    raise ConfigError(f"recipe {name!r} is neither a file nor a shipped recipe{hint} (shipped: {', '.join(known)})")

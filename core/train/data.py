@@ -1,0 +1,112 @@
+"""The trainer's one door to data: global sample index -> (input_ids, labels), split into micro-batches.
+
+Step k of a run consumes global samples [c, c + global_batch) where c is the number of samples
+consumed so far; data-parallel rank r takes the r-th contiguous part of it and cuts it into
+micro-batches. Every layout (dp, accumulation, one big batch) therefore sees the same samples per
+step, and a resumed run continues exactly where it stopped.
+
+Sources:
+  - `SyntheticSource`: deterministic, learnable token sequences (tests and benchmarks);
+  - the real pipeline of megazoo.core.data (indexed .bin/.idx, blends, the embedded corpus), used
+    when its GPT sample builder is available (see `build_source`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+IGNORE = -100
+
+
+class SyntheticSource:
+    """Arithmetic progressions modulo the vocabulary with a little noise: learnable in a few steps,
+    different per split, with a few ignored labels so token counts differ between micro-batches."""
+
+    def __init__(self, vocab_size: int, seq_length: int, seed: int = 0, split: str = "train"):
+        self.vocab, self.seq = vocab_size, seq_length
+        self.base = seed * 1_000_003 + {"train": 0, "valid": 500_000_000, "test": 700_000_000}[split]
+
+    def __len__(self) -> int:
+        return 1 << 40
+
+    def get(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(self.base + index)
+        start = int(torch.randint(0, self.vocab, (1,), generator=g))
+        stride = int(torch.randint(1, 8, (1,), generator=g))
+        tokens = (start + stride * torch.arange(self.seq + 1)) % self.vocab
+        noise = torch.rand(self.seq + 1, generator=g) < 0.05
+        tokens = torch.where(noise, torch.randint(0, self.vocab, (self.seq + 1,), generator=g), tokens)
+        labels = tokens[1:].clone()
+        labels[: int(torch.randint(0, 4, (1,), generator=g))] = IGNORE
+        return tokens[:-1], labels
+
+
+class CoreDataSource:
+    """Adapter over megazoo.core.data's GPT dataset: item -> tokens[seq + 1] (labels shifted)."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def get(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        item = self.dataset[index % len(self.dataset)]
+        if isinstance(item, dict):
+            if "labels" in item:
+                return torch.as_tensor(item["input_ids"]).long(), torch.as_tensor(item["labels"]).long()
+            tokens = torch.as_tensor(item.get("tokens", item.get("text"))).long()
+        else:
+            tokens = torch.as_tensor(item).long()
+        return tokens[:-1], tokens[1:].clone()
+
+
+def build_sources(cfg, builder) -> tuple:
+    """(train, valid) sources: synthetic when `data.synthetic`, else megazoo.core.data's GPT datasets
+    over `data.path` (a prefix or a blend) or, when unset, the embedded corpus."""
+    if cfg.data.synthetic:
+        return tuple(SyntheticSource(builder.vocab_size, builder.seq_length, cfg.train.seed, split)
+                     for split in ("train", "valid"))
+    import torch.distributed as dist
+
+    from megazoo.core.data import build_gpt_datasets, build_tokenizer
+
+    tokenizer = build_tokenizer(cfg.data.tokenizer)
+    if tokenizer.vocab_size > builder.vocab_size:
+        raise ValueError(f"data.tokenizer={cfg.data.tokenizer!r} has {tokenizer.vocab_size} tokens but model.vocab_size="
+                         f"{builder.vocab_size}; set model.vocab_size >= {tokenizer.vocab_size}")
+    t = cfg.train
+    wanted = (t.steps * t.global_batch, t.eval_iters * t.global_batch, None)
+    data = {"path": cfg.data.path, "split": cfg.data.split, "corpus": cfg.data.corpus, "cache_dir": cfg.data.cache_dir}
+    distributed = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+    # rank 0 tokenises and writes the index caches first; the others then read them
+    if distributed and dist.get_rank() != 0:
+        dist.barrier()
+    splits = build_gpt_datasets(data, tokenizer, seq_length=builder.seq_length, seed=t.seed, num_samples=wanted)
+    if distributed and dist.get_rank() == 0:
+        dist.barrier()
+    if splits.valid is None:
+        raise ValueError(f"data.split={cfg.data.split!r} leaves no validation data; give the valid split a weight")
+    return CoreDataSource(splits.train), CoreDataSource(splits.valid)
+
+
+class Batches:
+    """Cuts global batches into this data-parallel rank's micro-batches."""
+
+    def __init__(self, source, global_batch: int, micro_batch: int, dp: int, dp_rank: int, device=None):
+        self.source, self.global_batch, self.micro_batch = source, global_batch, micro_batch
+        self.dp, self.dp_rank, self.device = dp, dp_rank, device
+
+    def step(self, consumed: int) -> list[dict]:
+        """Micro-batches of the global batch that starts at sample `consumed`."""
+        per_rank = self.global_batch // self.dp
+        first = consumed + self.dp_rank * per_rank
+        out = []
+        for m in range(per_rank // self.micro_batch):
+            pairs = [self.source.get(first + m * self.micro_batch + i) for i in range(self.micro_batch)]
+            ids = torch.stack([p[0] for p in pairs])
+            labels = torch.stack([p[1] for p in pairs])
+            if self.device is not None and self.device.type != "cpu":
+                ids, labels = ids.to(self.device, non_blocking=True), labels.to(self.device, non_blocking=True)
+            out.append({"input_ids": ids, "labels": labels})
+        return out

@@ -1,0 +1,289 @@
+"""The training loop: global batches of micro-batches, exact loss normalisation, mixed precision,
+data-parallel gradient reduction, the (distributed) optimizer, evaluation, logging, checkpoints.
+
+Loss normalisation: before the forward pass the trainer counts the non-ignored labels of the whole
+global batch (all micro-batches, summed over data parallelism). Each micro-batch contributes
+sum(per-token loss) / global_tokens, and data-parallel gradients are summed, not averaged. The
+gradient is therefore the gradient of the global-batch mean loss whatever the split into ranks and
+micro-batches: the accumulation/no_sync bug class cannot happen.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from megazoo.core.optim import AdamWSettings, ConstantScaler, DynamicScaler, LRSchedule, MixedPrecisionOptimizer
+from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.parallel.device import synchronize
+from megazoo.core.parallel.pipeline import finalize_grads, forward_backward
+from megazoo.core.train import checkpointing
+from megazoo.core.train.config import RunConfig
+from megazoo.core.train.data import Batches, build_sources
+from megazoo.core.train.flops import peak_flops
+from megazoo.core.train.monitor import Monitor
+
+
+class TrainingStopped(RuntimeError):
+    """The run cannot continue (a NaN loss, a non-finite gradient norm); the message names the step."""
+
+
+def _world() -> int:
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+class Trainer:
+    def __init__(self, cfg: RunConfig, ctx: ParallelContext | None = None, builder=None, monitor: bool = True):
+        self.cfg = cfg
+        world = _world()
+        self.builder = builder or cfg.validate(world)
+        self.ctx = ctx or ParallelContext.build(cfg.parallel)
+        ctx = self.ctx
+        self.is_logger = ctx.rank == 0
+        t = cfg.train
+        self.dtype = cfg.compute_dtype
+        self.chunks = self.builder.chunks(ctx, t.seed)
+        for c in self.chunks:
+            c.train()
+        if cfg.precision.dtype == "fp16":
+            p = cfg.precision
+            scaler = DynamicScaler(p.initial_scale, p.min_scale, growth_interval=p.growth_interval,
+                                   hysteresis=p.hysteresis)
+        else:
+            scaler = ConstantScaler(1.0)
+        self.scaler = scaler
+        settings = AdamWSettings(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), eps=t.eps,
+                                 clip_grad=t.clip_grad, distributed=cfg.optim.distributed,
+                                 bucket_size=cfg.optim.bucket_size, overlap_grad_reduce=cfg.optim.overlap_grad_reduce)
+        self.optimizer = MixedPrecisionOptimizer(self.chunks, ctx, settings, self.dtype, scaler)
+        self.schedule = LRSchedule(t.lr, t.min_lr, t.warmup, t.steps, t.decay)
+        self.num_micro = cfg.micro_batches_per_step(ctx.dp)
+        train_source, valid_source = build_sources(cfg, self.builder)
+        self.train_data = Batches(train_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device)
+        self.valid_data = Batches(valid_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device)
+        self.step = 0
+        self.consumed_samples = 0
+        self.skipped = 0
+        self.losses: list[float] = []
+        self.run_dir = cfg.run_dir()
+        self.flops_per_step = self.builder.flops_per_iteration(t.global_batch, ctx.tp)
+        self.tokens_per_step = t.global_batch * self.builder.seq_length
+        # peak FLOP/s: rank 0 measures while the others wait, so the measurement has the machine
+        self.peak, self.peak_source = (peak_flops(self.dtype, ctx.device, ctx.world_size) if self.is_logger
+                                       else (float("nan"), ""))
+        if world > 1:
+            dist.barrier()
+        resumed_from = None
+        folder = checkpointing.find_checkpoint(cfg.checkpoint.resume, cfg.checkpoint_dir())
+        if folder is not None:
+            self.load_state_dict(checkpointing.load_checkpoint(folder, ctx.rank))
+            resumed_from = folder
+        self.monitor = Monitor(self.run_dir, t.steps, self.step, cfg.log.progress, cfg.log.tensorboard,
+                               enabled=monitor and self.is_logger)
+        if self.is_logger and monitor:
+            (self.run_dir / "config.yaml").write_text(self._resolved_yaml())
+            self.monitor.message(f"megazoo train: {cfg.name}: {self.layout()}, {self.builder.num_parameters(ctx.tp):,} "
+                                 f"parameters, {cfg.precision.dtype}, peak {self.peak / 1e12:.3f} TFLOP/s "
+                                 f"({self.peak_source})")
+            if resumed_from:
+                self.monitor.message(f"resumed from {resumed_from} at step {self.step}")
+
+    # -------------------------------------------------------------------------------------------
+    def layout(self) -> str:
+        c = self.ctx
+        return (f"world {c.world_size} = tp {c.tp} x pp {c.pp} x dp {c.dp}" + (f", vpp {c.vpp}" if c.vpp > 1 else "")
+                + (", sp" if c.sp else "") + (", ZeRO-1" if self.cfg.optim.distributed else "")
+                + (f", recompute {self.cfg.recompute}" if self.cfg.recompute != "none" else ""))
+
+    def _resolved_yaml(self) -> str:
+        d = self.cfg.to_dict()
+        d["model"] = self.builder.to_dict()
+        import yaml
+
+        return yaml.safe_dump(d, sort_keys=False)
+
+    def _count_tokens(self, micro_batches: list[dict]) -> torch.Tensor:
+        n = sum((mb["labels"] != -100).sum() for mb in micro_batches).to(torch.float64)
+        n = n.reshape(1).to(self.ctx.device)
+        if self.ctx.dp > 1:
+            dist.all_reduce(n, group=self.ctx.dp_group)
+        return n
+
+    def _global_loss(self, loss_sum: torch.Tensor) -> float:
+        """Sum the last stages' loss contributions of every dp rank (tp ranks hold copies)."""
+        value = loss_sum.detach().to(torch.float64).reshape(1).to(self.ctx.device)
+        if self.ctx.tp_rank != 0:
+            value.zero_()
+        if self.ctx.world_size > 1:
+            dist.all_reduce(value)
+        return float(value.item())
+
+    # -------------------------------------------------------------------------------------------
+    def train_step(self, micro_batches: list[dict]) -> dict:
+        """One optimizer step on this rank's micro-batches of a global batch."""
+        ctx = self.ctx
+        global_tokens = float(self._count_tokens(micro_batches).item())
+        scale = self.scaler.scale
+        factor = scale / max(global_tokens, 1.0)
+
+        def loss_fn(per_token: torch.Tensor, mb: dict) -> torch.Tensor:
+            return per_token.float().sum() * factor
+
+        self.optimizer.zero_grad(len(micro_batches))
+        loss_sum = forward_backward(self.chunks, micro_batches, ctx, loss_fn, forward_only=False,
+                                    hidden_size=self.builder.hidden_size, dtype=self.dtype)
+        self.optimizer.buffers.finish()
+        finalize_grads(self.chunks, ctx)
+        self.optimizer.buffers.finish_late()
+        loss = self._global_loss(loss_sum) / scale
+        step_number = self.step + 1
+        if not math.isfinite(loss) and not self.scaler.dynamic:
+            raise TrainingStopped(f"step {step_number}: the loss is {loss}; stopping. Lower train.lr, raise "
+                                  f"train.warmup, or check the data; the last finite loss was "
+                                  f"{next((x for x in reversed(self.losses) if math.isfinite(x)), float('nan'))}")
+        lr = self.schedule(self.step)
+        result = self.optimizer.step(lr)
+        if not result.skipped and not math.isfinite(result.grad_norm):
+            raise TrainingStopped(f"step {step_number}: the gradient norm is {result.grad_norm}; stopping")
+        self.step = step_number
+        self.consumed_samples += self.cfg.train.global_batch
+        self.losses.append(loss)
+        if result.skipped:
+            self.skipped += 1
+            self.monitor.message(f"step {step_number}: fp16 gradient overflow on some rank; step skipped on every "
+                                 f"rank, loss scale now {self.scaler.scale:g}")
+        return {"step": step_number, "loss": loss, "lr": lr, "grad_norm": result.grad_norm, "skipped": result.skipped,
+                "loss_scale": scale}
+
+    @torch.no_grad()
+    def evaluate(self, iters: int | None = None) -> dict:
+        """Mean loss over `iters` global batches of the validation split (token-weighted)."""
+        iters = iters or self.cfg.train.eval_iters
+        for c in self.chunks:
+            c.eval()
+        total, tokens = 0.0, 0.0
+        try:
+            for i in range(iters):
+                mbs = self.valid_data.step(i * self.cfg.train.global_batch)
+                tokens += float(self._count_tokens(mbs).item())
+                loss_sum = forward_backward(self.chunks, mbs, self.ctx, lambda per_token, mb: per_token.float().sum(),
+                                            forward_only=True, hidden_size=self.builder.hidden_size, dtype=self.dtype)
+                total += self._global_loss(loss_sum)
+        finally:
+            for c in self.chunks:
+                c.train()
+        loss = total / max(tokens, 1.0)
+        return {"step": self.step, "split": "valid", "loss": loss, "ppl": math.exp(min(loss, 700.0))}
+
+    def fit(self) -> dict:
+        cfg, t = self.cfg, self.cfg.train
+        started = time.perf_counter()
+        valid = None
+        while self.step < t.steps:
+            synchronize(self.ctx.device)
+            t0 = time.perf_counter()
+            mbs = self.train_data.step(self.consumed_samples)
+            out = self.train_step(mbs)
+            synchronize(self.ctx.device)
+            dt = time.perf_counter() - t0
+            if self.step % t.log_interval == 0 or self.step == t.steps:
+                record = {"step": self.step, "loss": out["loss"], "lr": out["lr"], "grad_norm": out["grad_norm"],
+                          "tokens_per_s": self.tokens_per_step / dt, "tflops": self.flops_per_step / dt / 1e12,
+                          "mfu": self.flops_per_step / dt / self.peak if self.is_logger else float("nan"),
+                          "consumed_tokens": self.consumed_samples * self.builder.seq_length,
+                          "consumed_samples": self.consumed_samples, "step_time": dt}
+                if self.scaler.dynamic:
+                    record["loss_scale"] = out["loss_scale"]
+                if out["skipped"]:
+                    record["skipped"] = True
+                self.monitor.train_step(record)
+            self.monitor.advance()
+            if t.eval_interval and self.step % t.eval_interval == 0 and self.step < t.steps:
+                valid = self.evaluate()
+                self.monitor.validation(valid)
+            if cfg.checkpoint.save and cfg.checkpoint.interval and self.step % cfg.checkpoint.interval == 0 \
+                    and self.step < t.steps:
+                self.save()
+        if t.eval_iters > 0:
+            valid = self.evaluate()
+            self.monitor.validation(valid)
+        if cfg.checkpoint.save:
+            self.save()
+        wall = time.perf_counter() - started
+        self.monitor.close()
+        summary = {"name": cfg.name, "steps": self.step, "skipped": self.skipped, "losses": list(self.losses),
+                   "final_loss": self.losses[-1] if self.losses else float("nan"),
+                   "valid_loss": valid["loss"] if valid else None, "valid_ppl": valid["ppl"] if valid else None,
+                   "run_dir": str(self.run_dir), "wall_s": wall}
+        if self.monitor.enabled:
+            if cfg.log.plot:
+                self.monitor.plot()
+            text = self.monitor.summary({"name": cfg.name, "layout": self.layout(), "steps": self.step,
+                                         "skipped": self.skipped, "wall_s": wall,
+                                         "model": f"{self.builder.to_dict().get('arch')} "
+                                                  f"{self.builder.num_parameters(self.ctx.tp):,} parameters",
+                                         "peak": f"{self.peak / 1e12:.3f} TFLOP/s ({self.peak_source})",
+                                         "checkpoints": cfg.checkpoint.save})
+            print(text, flush=True)
+        return summary
+
+    # checkpoints ------------------------------------------------------------------------------------
+    def save(self) -> Path:
+        return checkpointing.save_checkpoint(self.state_dict(), self.cfg.checkpoint_dir(), self.step, self.ctx.rank,
+                                             self.ctx.world_size, self.cfg.checkpoint.keep)
+
+    def state_dict(self) -> dict:
+        """The whole training state of this rank (model chunks, optimizer with its shard, schedule,
+        scaler, RNG streams, progress), enough to continue bit-for-bit."""
+        c = self.ctx
+        return {"step": self.step, "consumed_samples": self.consumed_samples, "skipped": self.skipped,
+                "losses": list(self.losses),
+                "model": [m.state_dict() for m in self.chunks],
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.schedule.state_dict(),
+                "scaler": self.scaler.state_dict(),
+                "rng": [m.rng.states() if m.rng is not None else None for m in self.chunks],
+                "torch_rng": torch.get_rng_state(),
+                "model_config": self.builder.to_dict(),
+                "layout": {"tp": c.tp, "pp": c.pp, "dp": c.dp, "vpp": c.vpp, "sp": c.sp, "rank": c.rank,
+                           "distributed_optimizer": self.cfg.optim.distributed, "dtype": self.cfg.precision.dtype}}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["model_config"] != self.builder.to_dict():
+            diff = sorted(k for k in set(state["model_config"]) | set(self.builder.to_dict())
+                          if state["model_config"].get(k) != self.builder.to_dict().get(k))
+            raise ValueError(f"checkpoint is of another model (differs in {', '.join('model.' + k for k in diff)}); "
+                             "use a checkpoint of this architecture or set checkpoint.resume=none")
+        c = self.ctx
+        mine = {"tp": c.tp, "pp": c.pp, "dp": c.dp, "vpp": c.vpp, "sp": c.sp, "rank": c.rank,
+                "distributed_optimizer": self.cfg.optim.distributed, "dtype": self.cfg.precision.dtype}
+        if state["layout"] != mine:
+            raise ValueError(f"checkpoint layout {state['layout']} differs from this run's {mine}; resume with the same "
+                             "layout (resharding arrives with megazoo.core.checkpoint)")
+        with torch.no_grad():
+            for m, s in zip(self.chunks, state["model"]):
+                m.load_state_dict(s)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])
+        for m, s in zip(self.chunks, state["rng"]):
+            if s is not None and m.rng is not None:
+                m.rng.set_states(s)
+        torch.set_rng_state(state["torch_rng"])
+        self.step, self.consumed_samples = state["step"], state["consumed_samples"]
+        self.skipped, self.losses = state.get("skipped", 0), list(state.get("losses", []))
+
+    def close(self) -> None:
+        self.optimizer.buffers.remove_hooks()
+
+
+def train(cfg: RunConfig, ctx: ParallelContext | None = None) -> dict:
+    """Train in this process (a rank of an initialised torch.distributed world, or alone)."""
+    trainer = Trainer(cfg, ctx)
+    try:
+        return trainer.fit()
+    finally:
+        trainer.close()

@@ -1,0 +1,156 @@
+"""`megazoo eval leaderboard SUITE.yaml`: run (model, task) pairs, write results.json (stable keys),
+a markdown table and a PNG chart, and flag regressions against a previous results.json.
+
+Suite file:
+
+    name: smoke
+    out: leaderboard/             # where results.json, results.md and results.png go
+    baseline: old/results.json    # optional: compare and flag regressions
+    tolerance: 0.01               # optional: allowed drop (absolute) before a change is a regression
+    models:
+      - {name: tiny, checkpoint: runs/tiny/checkpoints}   # a megazoo checkpoint
+      - {name: ref, hf: exported/}                        # a Hugging Face folder via transformers
+    tasks:
+      - {name: lambada, path: data/lambada.jsonl}
+      - {name: hellaswag, path: data/hellaswag.jsonl, num_fewshot: 2, fewshot_path: data/hs_train.jsonl}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import yaml
+
+LOWER_IS_BETTER = {"ppl", "adjusted_ppl", "avg_loss"}
+HEADLINE = {"lambada": "acc", "wikitext": "adjusted_ppl"}  # others: acc
+
+
+class SuiteError(ValueError):
+    pass
+
+
+def load_suite(path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise SuiteError(f"{path}: no such suite file")
+    suite = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(suite, dict):
+        raise SuiteError(f"{path}: a suite is a YAML mapping with `models` and `tasks`")
+    for key in ("models", "tasks"):
+        if not isinstance(suite.get(key), list) or not suite[key]:
+            raise SuiteError(f"{path}: `{key}` must be a non-empty list")
+    for i, m in enumerate(suite["models"]):
+        if not isinstance(m, dict) or "name" not in m or not ({"checkpoint", "hf"} & set(m)):
+            raise SuiteError(f"{path}: models[{i}] needs `name` and one of `checkpoint` or `hf`")
+    for i, t in enumerate(suite["tasks"]):
+        if not isinstance(t, dict) or "name" not in t or "path" not in t:
+            raise SuiteError(f"{path}: tasks[{i}] needs `name` and `path`")
+    base = path.parent
+    for entry in suite["models"] + suite["tasks"]:  # paths are relative to the suite file
+        for key in ("checkpoint", "hf", "path", "fewshot_path"):
+            if key in entry and not os.path.isabs(str(entry[key])):
+                entry[key] = str(base / entry[key])
+    suite.setdefault("name", path.stem)
+    suite["out"] = str(base / suite.get("out", "leaderboard"))
+    if suite.get("baseline") and not os.path.isabs(suite["baseline"]):
+        suite["baseline"] = str(base / suite["baseline"])
+    return suite
+
+
+def _load_model(entry: dict):
+    if "hf" in entry:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from megazoo.eval.lm import HFCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(entry["hf"], torch_dtype="float32")
+        return HFCausalLM(model, AutoTokenizer.from_pretrained(entry["hf"]), max_length=entry.get("max_length"))
+    from megazoo.eval.loading import load_lm
+
+    return load_lm(entry["checkpoint"], max_length=entry.get("max_length"))
+
+
+def headline(task: str, metrics: dict) -> tuple[str, float]:
+    key = HEADLINE.get(task, "acc")
+    return key, float(metrics[key])
+
+
+def compare(results: dict, baseline: dict, tolerance: float) -> list[dict]:
+    """Every (model, task, metric) that got worse than the baseline by more than `tolerance`."""
+    regressions = []
+    for model, tasks in results.items():
+        for task, metrics in tasks.items():
+            old = baseline.get(model, {}).get(task)
+            if not old:
+                continue
+            for key, value in metrics.items():
+                if key not in old or not isinstance(value, (int, float)) or key == "n":
+                    continue
+                worse = (value - old[key]) if key in LOWER_IS_BETTER else (old[key] - value)
+                if key in LOWER_IS_BETTER:
+                    worse = worse / max(abs(old[key]), 1e-12)  # relative for perplexities
+                if worse > tolerance:
+                    regressions.append({"model": model, "task": task, "metric": key, "old": old[key], "new": value})
+    return regressions
+
+
+def markdown(results: dict) -> str:
+    tasks = sorted({t for m in results.values() for t in m})
+    lines = ["| model | " + " | ".join(f"{t} ({HEADLINE.get(t, 'acc')})" for t in tasks) + " |",
+             "|---|" + "---|" * len(tasks)]
+    for model in sorted(results):
+        cells = []
+        for t in tasks:
+            m = results[model].get(t)
+            cells.append(f"{headline(t, m)[1]:.4f}" if m else "-")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = sorted({t for m in results.values() for t in m})
+    models = sorted(results)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.2 * len(tasks), 3.2), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        values = [headline(task, results[m][task])[1] if task in results[m] else 0.0 for m in models]
+        ax.bar(range(len(models)), values, color="tab:blue")
+        ax.set_xticks(range(len(models)), models, rotation=30, ha="right")
+        ax.set_title(f"{task} ({HEADLINE.get(task, 'acc')})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def run_leaderboard(suite_path, progress: bool = True) -> dict:
+    from megazoo.eval.suites import run_task
+
+    suite = load_suite(suite_path)
+    results: dict[str, dict[str, dict]] = {}
+    for entry in suite["models"]:
+        lm = _load_model(entry)
+        for task in suite["tasks"]:
+            metrics = run_task(lm, task["name"], task["path"], task.get("num_fewshot", 0), task.get("fewshot_path"),
+                               task.get("limit"), batch_size=task.get("batch_size", 8), progress=progress)
+            metrics.pop("predictions", None)
+            results.setdefault(entry["name"], {})[task["name"]] = {k: metrics[k] for k in sorted(metrics)}
+    out = Path(suite["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"suite": suite["name"], "results": results, "regressions": []}
+    if suite.get("baseline"):
+        baseline = json.loads(Path(suite["baseline"]).read_text())
+        report["regressions"] = compare(results, baseline.get("results", baseline), float(suite.get("tolerance", 0.01)))
+    (out / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    table = markdown(results)
+    if report["regressions"]:
+        table += "\n**Regressions**\n\n" + "\n".join(
+            f"- {r['model']} / {r['task']} / {r['metric']}: {r['old']:.4f} -> {r['new']:.4f}" for r in report["regressions"]) + "\n"
+    (out / "results.md").write_text(table)
+    plot(results, out / "results.png")
+    return report

@@ -1,0 +1,94 @@
+"""The language-model interface the evaluation harness scores, with a megazoo and a transformers
+implementation, so every suite can be run on both and compared.
+
+A LanguageModel tokenises (`encode`, `decode`, `eot_id`), knows its context length (`max_length`)
+and returns next-token log-probabilities for a right-padded batch (`logprobs`). Right padding
+never changes the log-probabilities of real tokens in a causal model, which is what makes the
+scores batch-invariant.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import torch
+
+
+class LanguageModel(Protocol):
+    max_length: int
+    eot_id: int
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def logprobs(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """[b, s] token ids -> [b, s, vocab] log-softmax of the next-token distribution (fp32+)."""
+        ...
+
+
+class TokenizerAdapter:
+    """encode/decode over a Hugging Face tokenizer or a megazoo tokenizer (no special tokens added)."""
+
+    def __init__(self, tokenizer, eot_id: int | None = None):
+        self.tok = tokenizer
+        self.is_hf = hasattr(tokenizer, "convert_tokens_to_ids")
+        if eot_id is None:
+            eot_id = getattr(tokenizer, "eos_token_id", None)
+            if eot_id is None:
+                eot_id = getattr(tokenizer, "eod", None) or getattr(tokenizer, "eod_id", None)
+        if eot_id is None:
+            raise ValueError("the tokenizer has no end-of-text id; pass eot_id explicitly")
+        self.eot_id = int(eot_id)
+
+    def encode(self, text: str) -> list[int]:
+        if self.is_hf:
+            return list(self.tok.encode(text, add_special_tokens=False))
+        return list(self.tok.encode(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tok.decode(list(ids))
+
+
+class MegazooLM:
+    """A megazoo decoder (one stage holding the whole model, any tensor-parallel degree)."""
+
+    def __init__(self, model, tokenizer, max_length: int | None = None, eot_id: int | None = None):
+        self.model = model.eval()
+        self.tok = tokenizer if isinstance(tokenizer, TokenizerAdapter) else TokenizerAdapter(tokenizer, eot_id)
+        self.eot_id = self.tok.eot_id
+        self.max_length = max_length or model.cfg.seq_length
+        self.device = next(model.parameters()).device
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tok.decode(ids)
+
+    @torch.no_grad()
+    def logprobs(self, input_ids: torch.Tensor) -> torch.Tensor:
+        logits = self.model(input_ids=input_ids.to(self.device))
+        return torch.log_softmax(logits.float(), dim=-1)
+
+
+class HFCausalLM:
+    """A transformers causal LM, the reference the harness is checked against."""
+
+    def __init__(self, model, tokenizer, max_length: int | None = None, eot_id: int | None = None):
+        self.model = model.eval()
+        self.tok = TokenizerAdapter(tokenizer, eot_id)
+        self.eot_id = self.tok.eot_id
+        self.max_length = max_length or getattr(model.config, "max_position_embeddings", None) or 2048
+        self.device = next(model.parameters()).device
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tok.decode(ids)
+
+    @torch.no_grad()
+    def logprobs(self, input_ids: torch.Tensor) -> torch.Tensor:
+        logits = self.model(input_ids=input_ids.to(self.device)).logits
+        return torch.log_softmax(logits.float(), dim=-1)

@@ -1,0 +1,13 @@
+"""Zero- and few-shot suites of the Megatron-LM and MT-NLG papers, read from official local files.
+
+`run_task(lm, name, path, num_fewshot=0, fewshot_path=None)` returns the task's metrics. Tasks:
+lambada (strict whole-word accuracy and perplexity of the target word), wikitext (Megatron's
+adjusted perplexity), and the multiple-choice tasks scored by log-likelihood: boolq, race, piqa,
+hellaswag, winogrande, anli, hans, wic.
+"""
+
+from megazoo.eval.suites.lm_tasks import evaluate_lambada, evaluate_wikitext
+from megazoo.eval.suites.multiple_choice import MC_TASKS, evaluate_multiple_choice
+from megazoo.eval.suites.runner import TASKS, run_task
+
+__all__ = ["MC_TASKS", "TASKS", "evaluate_lambada", "evaluate_multiple_choice", "evaluate_wikitext", "run_task"]

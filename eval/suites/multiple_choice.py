@@ -1,0 +1,136 @@
+"""Multiple-choice tasks scored by log-likelihood, with the prompts of lm-eval / the GPT-3 paper.
+
+For each example the model scores every choice as a continuation of the prompt; `acc` takes the
+highest total log-likelihood, `acc_norm` the highest per character (as lm-eval). WinoGrande uses
+"partial" scoring: the context differs per option (the sentence up to the blank, filled in) and
+the continuation (the rest of the sentence) is the same.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+from megazoo.eval import readers as R
+from megazoo.eval.lm import LanguageModel
+from megazoo.eval.scoring import loglikelihood
+
+
+@dataclass
+class Question:
+    contexts: list[str]  # one per choice (equal except for WinoGrande)
+    continuations: list[str]
+    gold: int
+
+
+def _boolq(d):
+    prompt = f"{d.passage}\nQuestion: {d.question}?\nAnswer:"
+    return Question([prompt] * 2, [" no", " yes"], int(d.answer))
+
+
+def _race(d):
+    q = d.question
+    if "_" in q:  # a gap to fill: the option completes the sentence
+        head = q.split("_")[0].rstrip()
+        prompt = f"Article: {d.article}\n\n{head}"
+        return Question([prompt] * len(d.options), [" " + o for o in d.options], d.label)
+    prompt = f"Article: {d.article}\n\nQuestion: {q}\nAnswer:"
+    return Question([prompt] * len(d.options), [" " + o for o in d.options], d.label)
+
+
+def _piqa(d):
+    return Question([f"Question: {d.goal}\nAnswer:"] * 2, [" " + s for s in d.solutions], d.label)
+
+
+def _hellaswag_clean(text: str) -> str:
+    text = text.strip().replace(" [title]", ". ")
+    while "[" in text and "]" in text[text.index("["):]:
+        a = text.index("[")
+        b = text.index("]", a)
+        text = text[:a] + text[b + 1:]
+    return text.replace("  ", " ")
+
+
+def _hellaswag(d):
+    ctx = d.ctx_a + " " + d.ctx_b.capitalize()
+    prompt = _hellaswag_clean(d.activity_label + ": " + ctx)
+    return Question([prompt] * len(d.endings), [" " + _hellaswag_clean(e) for e in d.endings], d.label)
+
+
+def _winogrande(d):
+    blank = d.sentence.index("_")
+    rest = " " + d.sentence[blank + 1:].strip()
+    contexts = [d.sentence[:blank] + o for o in d.options]
+    return Question(contexts, [rest] * len(d.options), d.label)
+
+
+def _anli(d):
+    prompt = f"{d.premise}\nQuestion: {d.hypothesis} True, False, or Neither?\nAnswer:"
+    return Question([prompt] * 3, [" True", " Neither", " False"], d.label)
+
+
+def _hans(d):
+    prompt = f"{d.premise}\nQuestion: {d.hypothesis} True or False?\nAnswer:"
+    return Question([prompt] * 2, [" True", " False"], d.label)
+
+
+def _wic(d):
+    prompt = (f"Sentence 1: {d.sentence1}\nSentence 2: {d.sentence2}\nQuestion: Is the word '{d.word}' used "
+              f"in the same way in the two sentences above?\nAnswer:")
+    return Question([prompt] * 2, [" no", " yes"], int(d.label))
+
+
+# name -> (reader, question builder)
+MC_TASKS: dict[str, tuple[Callable, Callable]] = {
+    "boolq": (R.read_boolq, _boolq),
+    "race": (R.read_race, _race),
+    "piqa": (R.read_piqa, _piqa),
+    "hellaswag": (R.read_hellaswag, _hellaswag),
+    "winogrande": (R.read_winogrande, _winogrande),
+    "anli": (R.read_anli, _anli),
+    "hans": (R.read_hans, _hans),
+    "wic": (R.read_wic, _wic),
+}
+
+
+def fewshot_prefix(shots: list[Question]) -> str:
+    """k solved examples, each its prompt and gold answer, separated by blank lines."""
+    return "".join(q.contexts[q.gold] + q.continuations[q.gold] + "\n\n" for q in shots)
+
+
+def evaluate_multiple_choice(lm: LanguageModel, questions: list[Question], shots: list[Question] = (),
+                             batch_size: int = 8, progress: bool = False) -> dict:
+    prefix = fewshot_prefix(list(shots))
+    requests = [(prefix + c, x) for q in questions for c, x in zip(q.contexts, q.continuations)]
+    scores = loglikelihood(lm, requests, batch_size, progress)
+    correct = correct_norm = 0
+    pos = 0
+    predictions = []
+    for q in questions:
+        n = len(q.continuations)
+        ll = [s for s, _ in scores[pos: pos + n]]
+        pos += n
+        norm = [v / max(1, len(x)) for v, x in zip(ll, q.continuations)]
+        pred = max(range(n), key=ll.__getitem__)
+        pred_norm = max(range(n), key=norm.__getitem__)
+        correct += pred == q.gold
+        correct_norm += pred_norm == q.gold
+        predictions.append({"loglikelihoods": ll, "prediction": pred, "gold": q.gold})
+    total = max(1, len(questions))
+    return {"acc": correct / total, "acc_norm": correct_norm / total, "n": len(questions),
+            "predictions": predictions}
+
+
+def load_questions(name: str, path, limit: int | None = None) -> list[Question]:
+    if name not in MC_TASKS:
+        raise ValueError(f"unknown multiple-choice task {name!r}; known: {', '.join(MC_TASKS)}")
+    reader, build = MC_TASKS[name]
+    docs = reader(path)
+    return [build(d) for d in docs[:limit]]
+
+
+def sample_shots(questions: list[Question], k: int, seed: int = 1234) -> list[Question]:
+    if k > len(questions):
+        raise ValueError(f"asked for {k} few-shot examples but the few-shot file has only {len(questions)}")
+    return random.Random(seed).sample(questions, k)

@@ -1,0 +1,68 @@
+"""`megazoo task NAME STAGE ...`: run a stage of a research task package.
+
+Each task is a package `megazoo.tasks.NAME` whose `cli` module has a table STAGES:
+stage -> (module, one-line help); a stage's module defines `add_arguments(parser)` and `run(args)`,
+as the top-level commands do. Tasks are found by looking at the packages, so a new task plugs in
+without editing this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import pkgutil
+import sys
+
+
+def available_tasks() -> list[str]:
+    import megazoo.tasks
+
+    return sorted(m.name for m in pkgutil.iter_modules(megazoo.tasks.__path__)
+                  if m.ispkg and importlib.util.find_spec(f"megazoo.tasks.{m.name}.cli") is not None)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", nargs="?", help="the task (e.g. race)")
+    parser.add_argument("stage", nargs="?", help="the stage (e.g. finetune, evaluate, ensemble)")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="the stage's own arguments (see its --help)")
+
+
+def _fail(msg: str) -> int:
+    print(f"megazoo task: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _listing(tasks: list[str]) -> str:
+    lines = ["usage: megazoo task NAME STAGE [ARGS ...]", "", "tasks and stages:"]
+    for name in tasks:
+        stages = importlib.import_module(f"megazoo.tasks.{name}.cli").STAGES
+        for stage, (_, help_) in stages.items():
+            lines.append(f"  {name} {stage:<10}  {help_}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    tasks = available_tasks()
+    if args.name in (None, "-h", "--help"):
+        print(_listing(tasks))
+        return 0 if args.name else 2
+    if args.name not in tasks:
+        close = difflib.get_close_matches(args.name, tasks, n=1)
+        hint = f"; did you mean `{close[0]}`?" if close else ""
+        return _fail(f"unknown task `{args.name}`{hint} (tasks: {', '.join(tasks) or 'none'})")
+    stages = importlib.import_module(f"megazoo.tasks.{args.name}.cli").STAGES
+    if args.stage in (None, "-h", "--help"):
+        print(f"usage: megazoo task {args.name} STAGE [ARGS ...]\n\nstages:")
+        for stage, (_, help_) in stages.items():
+            print(f"  {stage:<10}  {help_}")
+        return 0 if args.stage else 2
+    if args.stage not in stages:
+        close = difflib.get_close_matches(args.stage, stages, n=1)
+        hint = f"; did you mean `{close[0]}`?" if close else ""
+        return _fail(f"task {args.name} has no stage `{args.stage}`{hint} (stages: {', '.join(stages)})")
+    module_name, help_ = stages[args.stage]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"megazoo task {args.name} {args.stage}", description=help_)
+    module.add_arguments(parser)
+    return int(module.run(parser.parse_args(args.rest)) or 0)

@@ -1,0 +1,195 @@
+"""RACE questions and the readers for its two public layouts.
+
+The original release: `RACE/{train,dev,test}/{middle,high}/<n>.txt`, each file one JSON object on
+one line with `article`, `questions` (list), `options` (a list of 4-option lists), `answers`
+(letters A-D) and `id`. The Hugging Face `race` dataset: rows with `example_id`, `article`,
+`question`, `options`, `answer`, as parquet or JSON files (read with `datasets`).
+
+Both readers return the same flat list of `RaceQuestion`s, one per question, in a fixed order.
+The original layout is parsed by the shared reader `megazoo.eval.readers.race`; the HF one here.
+Every malformed input raises a `ReaderError` (`RaceFormatError` for the HF layout) whose message
+names the file and the line (or row) and says what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from megazoo.eval.readers.common import ReaderError
+
+NUM_CHOICES = 4
+LETTERS = "ABCD"
+LEVELS = ("middle", "high")
+SPLITS = ("train", "dev", "test")
+HF_SPLIT_NAMES = {"train": "train", "dev": "validation", "test": "test"}
+HF_SUFFIXES = (".parquet", ".json", ".jsonl")
+
+
+class RaceFormatError(ReaderError):
+    """A RACE file that cannot be read as RACE; the message names the file and the line or row."""
+
+    def __init__(self, path: str | os.PathLike, line: int, problem: str, unit: str = "line"):
+        super().__init__(path, line, problem)
+        if unit != "line":  # parquet has rows, not lines
+            self.args = (f"{self.path}, {unit} {line}: {problem}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+@dataclass(frozen=True)
+class RaceQuestion:
+    uid: str  # unique within a data set: "<level>/<document id>#<question index>"
+    article: str
+    question: str
+    options: tuple[str, ...]  # exactly 4
+    label: int  # 0..3 (A..D)
+    level: str  # "middle", "high", or "" when the layout does not say
+    doc_id: str
+
+
+def _label(letter, path, line, unit="line") -> int:
+    if not isinstance(letter, str) or len(letter.strip()) != 1 or letter.strip().upper() not in LETTERS:
+        raise RaceFormatError(path, line, f"answer {letter!r} is not one of the letters A, B, C, D", unit)
+    return LETTERS.index(letter.strip().upper())
+
+
+def _options(options, path, line, what: str, unit="line") -> tuple[str, ...]:
+    if not isinstance(options, (list, tuple)) or not all(isinstance(o, str) for o in options):
+        raise RaceFormatError(path, line, f"{what} must be a list of {NUM_CHOICES} strings, got {options!r:.80}", unit)
+    if len(options) != NUM_CHOICES:
+        raise RaceFormatError(path, line, f"{what} has {len(options)} options; RACE questions need exactly "
+                                          f"{NUM_CHOICES} (A-D)", unit)
+    return tuple(options)
+
+
+# ---- the original release (parsed by the shared reader in megazoo.eval.readers.race) ---------
+
+def _from_examples(examples) -> list[RaceQuestion]:
+    seen: dict[tuple[str, str], int] = {}
+    out = []
+    for ex in examples:
+        index = seen.get((ex.level, ex.id), 0)
+        seen[(ex.level, ex.id)] = index + 1
+        out.append(RaceQuestion(uid=f"{ex.level}/{ex.id}#{index}" if ex.level else f"{ex.id}#{index}",
+                                article=ex.article, question=ex.question, options=tuple(ex.options),
+                                label=ex.label, level=ex.level, doc_id=ex.id))
+    return out
+
+
+def read_race_dir(root: str | os.PathLike, split: str | None = None) -> list[RaceQuestion]:
+    """Questions under an original-layout folder: `RACE/` (with `split`), `RACE/<split>/`,
+    `RACE/<split>/<level>/`, or one file. Malformed files raise the shared reader's ReaderError."""
+    from megazoo.eval.readers.race import read_race
+
+    root = Path(root)
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such RACE folder (expected RACE/{{train,dev,test}}/{{middle,high}}/*.txt)")
+    folder = root
+    if split is not None and (root / split).is_dir():
+        folder = root / split
+    elif split is None and any((root / s).is_dir() for s in SPLITS):
+        raise ValueError(f"{root} holds the splits {[s for s in SPLITS if (root / s).is_dir()]}; name one "
+                         f"(split='dev', --split dev) or pass the split's folder")
+    elif split is not None and root.name != split and root.is_dir() and not any((root / lv).is_dir() for lv in LEVELS):
+        raise FileNotFoundError(f"{root / split}: no such split folder (have "
+                                f"{sorted(p.name for p in root.iterdir() if p.is_dir())})")
+    return _from_examples(read_race(folder))
+
+
+# ---- the Hugging Face schema -----------------------------------------------------------------
+
+HF_COLUMNS = ("example_id", "article", "question", "options", "answer")
+
+
+def _hf_files(path: Path, split: str | None) -> list[Path]:
+    if path.is_file():
+        return [path]
+    files = sorted((p for p in path.rglob("*") if p.suffix in HF_SUFFIXES), key=lambda p: str(p))
+    if split is not None:
+        name = HF_SPLIT_NAMES.get(split, split)
+        files = [p for p in files if p.name.startswith(name) or p.parent.name == name]
+    # the HF repository has all/, middle/ and high/ configs: `all` alone avoids double counting
+    if any(p.parent.name == "all" for p in files):
+        files = [p for p in files if p.parent.name == "all"]
+    if not files:
+        raise FileNotFoundError(f"{path}: no parquet/JSON files{f' for split {split!r}' if split else ''} "
+                                f"in the Hugging Face `race` layout")
+    return files
+
+
+def _hf_level(example_id: str, path: Path) -> str:
+    for level in LEVELS:
+        if example_id.startswith(level):
+            return level
+    return next((lv for lv in LEVELS if lv in path.parts), "")
+
+
+def read_hf_race(path: str | os.PathLike, split: str | None = None) -> list[RaceQuestion]:
+    """Questions from Hugging Face `race` parquet or JSON(-lines) files (a file, or a folder with
+    `split` picking files named train*/validation*/test*). Needs the `datasets` package."""
+    try:
+        import datasets
+    except ImportError:
+        raise ImportError("reading the Hugging Face `race` layout needs `datasets` (pip install datasets)") from None
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder (expected Hugging Face `race` parquet/JSON)")
+    out: list[RaceQuestion] = []
+    seen: dict[str, int] = {}
+    for file in _hf_files(path, split):
+        kind = "parquet" if file.suffix == ".parquet" else "json"
+        unit = "row" if kind == "parquet" else "line"
+        try:
+            table = datasets.load_dataset(kind, data_files=str(file), split="train")
+        except Exception as exc:  # arrow/json errors come in many types; name the file
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise RaceFormatError(file, 1, f"not readable as {kind} ({msg:.200})", unit) from None
+        missing = [c for c in HF_COLUMNS if c not in table.column_names]
+        if missing:
+            raise RaceFormatError(file, 1, f"missing field {missing[0]!r} (the Hugging Face `race` schema has "
+                                           f"{', '.join(HF_COLUMNS)})", unit)
+        for row_number, row in enumerate(table, start=1):
+            for name in HF_COLUMNS:
+                if row[name] is None:  # JSON rows without the key come back as None
+                    raise RaceFormatError(file, row_number, f"missing field {name!r}", unit)
+            for name in ("example_id", "article", "question", "answer"):
+                if not isinstance(row[name], str):
+                    raise RaceFormatError(file, row_number, f"field {name!r} must be a string, got {row[name]!r:.60}", unit)
+            doc = row["example_id"]
+            index = seen.get(doc, 0)
+            seen[doc] = index + 1
+            level = _hf_level(doc, file)
+            out.append(RaceQuestion(uid=f"{level}/{doc}#{index}" if level else f"{doc}#{index}",
+                                    article=row["article"], question=row["question"],
+                                    options=_options(row["options"], file, row_number, "options", unit),
+                                    label=_label(row["answer"], file, row_number, unit), level=level, doc_id=doc))
+    return out
+
+
+# ---- either ----------------------------------------------------------------------------------
+
+def is_hf_layout(path: str | os.PathLike) -> bool:
+    path = Path(path)
+    if path.is_file():
+        return path.suffix in HF_SUFFIXES
+    return path.is_dir() and not any(path.rglob("*.txt")) and any(p.suffix in HF_SUFFIXES for p in path.rglob("*"))
+
+
+def load_race(path: str | os.PathLike, split: str | None = None) -> list[RaceQuestion]:
+    """Questions from either layout, told apart by the files: *.txt is the original release,
+    *.parquet / *.json / *.jsonl the Hugging Face schema."""
+    return read_hf_race(path, split) if is_hf_layout(path) else read_race_dir(path, split)
+
+
+def write_race_dir(root: str | os.PathLike, split: str, level: str, records: list[dict]) -> None:
+    """Write records in the original layout: `root/split/level/<n>.txt`, one JSON object each."""
+    folder = Path(root) / split / level
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, record in enumerate(records, start=1):
+        record = dict(record)
+        record.setdefault("id", f"{level}{n}.txt")
+        (folder / f"{n}.txt").write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,0 +1,94 @@
+"""Model inputs for RACE as Megatron-LM builds them.
+
+For each of the 4 options: `[CLS] qa [SEP] article [SEP]`, where qa is the question with every
+"_" replaced by the option (a cloze question) or `question + " " + option`; both texts pass
+through `clean_text`; qa is cut to `max_qa_length` tokens (128); the whole sequence to
+`max_seq_length` (512) by dropping the article's tail and keeping the final [SEP]. Token types are
+0 for [CLS] qa [SEP] and 1 for article [SEP]; padding has type 0 and attention mask 0.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from megazoo.tasks.race.data import NUM_CHOICES, RaceQuestion
+
+MAX_QA_LENGTH = 128
+MAX_SEQ_LENGTH = 512
+
+
+def clean_text(text: str) -> str:
+    """Newlines and runs of whitespace become one space; " . " becomes ". " (Megatron's clean-up)."""
+    text = re.sub(r"\s+", " ", text.replace("\n", " "))
+    for _ in range(3):
+        text = text.replace(" . ", ". ")
+    return text
+
+
+def qa_text(question: str, option: str) -> str:
+    return question.replace("_", option) if "_" in question else question + " " + option
+
+
+def pair_ids(a: Sequence[int], b: Sequence[int], max_seq_length: int, cls: int, sep: int, pad: int
+             ) -> tuple[list[int], list[int], list[int]]:
+    """(ids, token types, attention mask) of `[CLS] a [SEP] b [SEP]`, cut and padded to length."""
+    ids = [cls, *a, sep, *b]
+    types = [0] * (len(a) + 2) + [1] * len(b)
+    if len(ids) >= max_seq_length:  # keep room for the closing [SEP]
+        ids, types = ids[: max_seq_length - 1], types[: max_seq_length - 1]
+    ids.append(sep)
+    types.append(1)
+    mask = [1] * len(ids)
+    fill = max_seq_length - len(ids)
+    return ids + [pad] * fill, types + [0] * fill, mask + [0] * fill
+
+
+@dataclass
+class RaceBatch:
+    """Tensors for N questions: input_ids, token_type_ids, attention_mask [N, 4, L]; labels [N]."""
+
+    input_ids: torch.Tensor
+    token_type_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    labels: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.labels.shape[0]
+
+    def select(self, index) -> "RaceBatch":
+        """The questions at `index`, with columns that are padding in every row dropped (the
+        results do not change: padding is masked out of attention; it only saves compute)."""
+        mask = self.attention_mask[index]
+        length = max(int(mask.sum(-1).max()), 1)
+        return RaceBatch(self.input_ids[index][..., :length], self.token_type_ids[index][..., :length],
+                         mask[..., :length], self.labels[index])
+
+
+def build_inputs(questions: Sequence[RaceQuestion], tokenizer, max_seq_length: int = MAX_SEQ_LENGTH,
+                 max_qa_length: int = MAX_QA_LENGTH) -> RaceBatch:
+    """Encode questions with a megazoo tokenizer (needs .encode, .cls, .sep, .pad)."""
+    if max_seq_length < 3:
+        raise ValueError(f"max_seq_length must be at least 3 ([CLS] [SEP] [SEP]), got {max_seq_length}")
+    for name in ("cls", "sep", "pad"):
+        if getattr(tokenizer, name, None) is None:
+            raise ValueError(f"tokenizer {getattr(tokenizer, 'name', tokenizer)!r} has no {name} token; RACE "
+                             f"needs a BERT-style tokenizer ([CLS] [SEP] [PAD])")
+    article_ids: dict[str, list[int]] = {}
+    ids, types, masks, labels = [], [], [], []
+    for q in questions:
+        if q.article not in article_ids:
+            article_ids[q.article] = tokenizer.encode(clean_text(q.article))
+        qa = tokenizer.encode_batch([clean_text(qa_text(q.question, o)) for o in q.options])
+        rows = [pair_ids(a[:max_qa_length], article_ids[q.article], max_seq_length,
+                         tokenizer.cls, tokenizer.sep, tokenizer.pad) for a in qa]
+        ids.append([r[0] for r in rows])
+        types.append([r[1] for r in rows])
+        masks.append([r[2] for r in rows])
+        labels.append(q.label)
+    shape = (len(labels), NUM_CHOICES, max_seq_length)
+    as_tensor = lambda x: torch.tensor(x, dtype=torch.long).view(shape)  # noqa: E731
+    return RaceBatch(as_tensor(ids), as_tensor(types), as_tensor(masks), torch.tensor(labels, dtype=torch.long))

@@ -1,0 +1,84 @@
+"""The planner against published scaling results (../shared/reference/scaling.md), one set of constants."""
+
+from __future__ import annotations
+
+import pytest
+
+from megazoo.core.plan import Layout, PlanError, plan, search
+from megazoo.core.plan.hardware import DEFAULT_EFFICIENCY
+from megazoo.core.plan.validation import published_rows, validation_table
+from megazoo.zoo.cards import card_shape
+
+
+@pytest.fixture(scope="module")
+def table():
+    return validation_table(DEFAULT_EFFICIENCY)
+
+
+def test_validation_set_is_complete(table):
+    labels = [r["label"] for r in table]
+    assert sum("A100" in lab and r["source"].startswith("Narayanan") for lab, r in zip(labels, table)) == 10
+    assert sum(r["source"].startswith("MT-NLG") for r in table) == 3
+    assert sum("H100" in lab for lab in labels) == 9
+    assert any(r["label"] == "1008.0B on 3072 A100" and r["published_tflops"] == 163 for r in table)
+    for r in table:  # every row carries its residual
+        assert r["residual"] == pytest.approx(r["predicted_tflops"] / r["published_tflops"] - 1)
+
+
+def test_within_15_percent_on_80_percent_of_rows(table):
+    within = [r for r in table if abs(r["residual"]) <= 0.15]
+    assert len(within) >= 0.8 * len(table), [(r["label"], round(r["residual"], 3)) for r in table]
+
+
+def test_mtnlg_step_time(table):
+    row = next(r for r in table if r["label"] == "530B on 2240 A100")
+    assert row["published_step_s"] == 60.1
+    assert abs(row["step_residual"]) <= 0.25  # reported in bench/RESULTS.md with its residual
+
+
+def test_published_layouts_fit(table):
+    assert all(r["fits"] for r in table), [r["label"] for r in table if not r["fits"]]
+
+
+def test_known_bad_layouts_are_flagged():
+    shape = card_shape("mt-nlg-530b")
+    bad = plan(shape, Layout(gpus=2240, tp=8, pp=1, global_batch=2240, recompute="full"), "a100-80gb")
+    assert not bad.fits and bad.memory_gb_per_gpu > 1000
+    assert any("does not fit" in w for w in bad.warnings)
+    # an 8.3B model needs 18 bytes per parameter of model states: far more than one 32 GB V100
+    node = plan(card_shape("gpt-8.3b"), Layout(gpus=1, recompute="full"), "v100")
+    assert not node.fits
+
+
+def test_search_ranks_the_published_mtnlg_layout_in_its_top_3():
+    shape = card_shape("mt-nlg-530b")
+    ranked = search(shape, Layout(gpus=2240, global_batch=1920), "a100-80gb")
+    top = [(p.layout["tp"], p.layout["pp"]) for p in ranked[:3]]
+    assert (8, 35) in top, top
+    assert all(p.fits for p in ranked)
+    assert [p.step_time_s for p in ranked] == sorted(p.step_time_s for p in ranked)  # one batch: time ranks
+
+
+@pytest.mark.parametrize("layout,message", [
+    (Layout(gpus=2240, tp=8, pp=4, global_batch=1920), "num_layers 105 is not divisible by pp 4"),
+    (Layout(gpus=2000, tp=8, pp=35, global_batch=1920), "2000 GPUs are not divisible by tp x pp = 8 x 35"),
+    (Layout(gpus=3360, tp=3, pp=35, global_batch=1920), "num_heads 128 is not divisible by tp 3"),
+    (Layout(gpus=2240, tp=8, pp=35, global_batch=1001), "global batch 1001 is not divisible by dp x micro-batch"),
+    (Layout(gpus=2240, tp=8, pp=35, vpp=2, global_batch=1920), "not divisible by pp x vpp = 35 x 2"),
+])
+def test_bad_layouts_have_one_clear_error(layout, message):
+    with pytest.raises(PlanError, match=message.replace("(", r"\(")):
+        plan(card_shape("mt-nlg-530b"), layout, "a100-80gb")
+
+
+def test_unknown_gpu():
+    with pytest.raises(PlanError, match=r"unknown GPU 'a200'; known GPUs: v100, a100-40gb, a100-80gb, h100, h200, b200"):
+        plan(card_shape("gpt-345m"), Layout(gpus=8), "a200")
+
+
+def test_rows_use_their_papers_settings():
+    rows = {r.label: r for r in published_rows()}
+    mtnlg = rows["530B on 2240 A100"]
+    assert (mtnlg.layout.tp, mtnlg.layout.pp, mtnlg.layout.dp, mtnlg.layout.batch) == (8, 35, 8, 1920)
+    h100 = rows["462B on 6144 H100"]
+    assert (h100.layout.tp, h100.layout.pp, h100.layout.dp, h100.shape.vocab_size) == (8, 16, 48, 131072)

@@ -1,0 +1,94 @@
+"""Generation: greedy decoding matches transformers' generate (batched, left-padded, with and
+without the KV cache) for GPT-2, Llama and T5; the logit filters match transformers' processors;
+end tokens and stop strings end a sequence where they should."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from megazoo.zoo.generate import generate, process_logits
+from megazoo.zoo.hf import import_hf
+from tests.zoo_hf_cases import hf_model
+
+PROMPTS = [[5, 17, 42, 99, 7, 3, 150], [11, 12], [200, 201, 202, 203]]
+
+
+def hf_greedy(m, prompts, n, pad=0, **kw):
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    out = m.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                     pad_token_id=pad, eos_token_id=None, **kw)
+    return out[:, width:].tolist() if not m.config.is_encoder_decoder else out[:, 1:].tolist()
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {name: (m := hf_model(name), import_hf(m)) for name in ("gpt2", "llama", "t5")}
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama", "t5"])
+def test_greedy_matches_transformers_generate(name, models):
+    hf, mz = models[name]
+    want = hf_greedy(hf, PROMPTS, 10)
+    assert generate(mz, PROMPTS, 10) == want
+    assert generate(mz, PROMPTS, 10, use_cache=False) == want
+    assert [generate(mz, [p], 10)[0] for p in PROMPTS] == want  # batching and padding change nothing
+
+
+def test_filters_match_transformers_processors():
+    from transformers.generation.logits_process import (RepetitionPenaltyLogitsProcessor, TemperatureLogitsWarper,
+                                                        TopKLogitsWarper, TopPLogitsWarper)
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 50, generator=g) * 3
+    seq = torch.randint(0, 50, (3, 6), generator=g)
+    seen = torch.zeros(3, 50, dtype=torch.bool).scatter(1, seq, True)
+    cases = [(dict(temperature=0.7), [TemperatureLogitsWarper(0.7)]),
+             (dict(top_k=5), [TopKLogitsWarper(5)]),
+             (dict(top_p=0.8), [TopPLogitsWarper(0.8)]),
+             (dict(repetition_penalty=1.3), [RepetitionPenaltyLogitsProcessor(1.3)]),
+             (dict(repetition_penalty=1.2, temperature=0.5, top_k=10, top_p=0.9),
+              [RepetitionPenaltyLogitsProcessor(1.2), TemperatureLogitsWarper(0.5), TopKLogitsWarper(10), TopPLogitsWarper(0.9)])]
+    for kw, procs in cases:
+        want = logits.clone()
+        for p in procs:
+            want = p(seq, want)
+        got = process_logits(logits, seen, **kw)
+        assert torch.equal(torch.isinf(got), torch.isinf(want)), kw
+        assert torch.allclose(got[~torch.isinf(got)], want[~torch.isinf(want)], atol=1e-6), kw
+
+
+def test_sampling_is_seeded_and_stops(models):
+    _, mz = models["llama"]
+    a = generate(mz, PROMPTS, 12, do_sample=True, temperature=0.9, top_k=20, top_p=0.9, seed=3)
+    assert a == generate(mz, PROMPTS, 12, do_sample=True, temperature=0.9, top_k=20, top_p=0.9, seed=3)
+    assert a != generate(mz, PROMPTS, 12, do_sample=True, temperature=0.9, top_k=20, top_p=0.9, seed=4)
+    greedy = generate(mz, PROMPTS, 12)
+    eos = greedy[0][4]  # the fifth greedy token of the first prompt as an end token
+    out = generate(mz, PROMPTS, 12, eos_token_id=[eos, 299])
+    assert out[0] == greedy[0][: greedy[0].index(eos) + 1]
+    for got, full in zip(out[1:], greedy[1:]):
+        assert got == full[: full.index(eos) + 1] if eos in full else got == full
+
+
+class CharTokenizer:
+    """Token t is the letter chr(97 + t % 26)."""
+
+    def decode(self, tokens, skip_special_tokens=False):
+        return "".join(chr(97 + t % 26) for t in tokens)
+
+
+def test_stop_strings(models):
+    _, mz = models["gpt2"]
+    tok = CharTokenizer()
+    full = generate(mz, PROMPTS, 12)
+    text = tok.decode(full[0])
+    stop = text[5:7]  # ends the first sequence at its first occurrence
+    out = generate(mz, PROMPTS, 12, stop_strings=[stop], tokenizer=tok)
+    cut = text.index(stop) + len(stop)
+    assert out[0] == full[0][:cut]
+    assert all(stop not in tok.decode(o[:-1]) for o in out)
+    with pytest.raises(ValueError, match="stop_strings need a tokenizer"):
+        generate(mz, PROMPTS, 2, stop_strings=["x"])

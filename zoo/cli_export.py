@@ -1,0 +1,37 @@
+"""`megazoo export-hf CHECKPOINT OUT_DIR`: a megazoo model checkpoint -> a Hugging Face folder
+(config.json, safetensors weights sharded with an index past --max-shard-size, tokenizer files)
+that `transformers.AutoModel*.from_pretrained(OUT_DIR)` loads as it is."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", help="a megazoo model checkpoint folder (model.yaml + model.safetensors)")
+    parser.add_argument("out_dir", help="the Hugging Face folder to create")
+    parser.add_argument("--max-shard-size", default="2GB", help="split the weights into shards of at most this size (default 2GB)")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default=None, help="cast the weights (default: as stored)")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists")
+
+
+def run(args) -> int:
+    import torch
+
+    from megazoo.zoo.hf import HFExportError, config_from_dict, export_hf
+    from megazoo.zoo.io import CheckpointError, load_model, tokenizer_dir
+
+    try:
+        arch, cfg_dict, state = load_model(args.checkpoint)
+        cfg = config_from_dict(arch, cfg_dict)
+        dtype = getattr(torch, DTYPES[args.dtype]) if args.dtype else None
+        export_hf(args.out_dir, arch, cfg, state, tokenizer=tokenizer_dir(args.checkpoint),
+                  max_shard_size=args.max_shard_size, overwrite=args.overwrite, dtype=dtype)
+    except (CheckpointError, HFExportError, ValueError, FileExistsError) as e:
+        print(f"megazoo export-hf: error: {e}", file=sys.stderr)
+        return 2
+    print(f"exported megazoo {arch} ({len(state)} tensors) -> {args.out_dir}")
+    return 0

@@ -1,0 +1,71 @@
+"""`megazoo import-hf HF_DIR OUT [--set parallel.tp=.. parallel.pp=..]`: a Hugging Face folder
+(config.json + safetensors/bin, or a .gguf file) -> a megazoo model checkpoint.
+
+The checkpoint holds the full state dict; the layout given with --set is checked against the model
+here (so a layout that does not divide it fails before anything is written) and recorded for
+training, which slices the weights per rank when it loads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+
+SET_KEYS = {"parallel.tp": int, "parallel.pp": int, "parallel.sp": lambda v: v.lower() in ("1", "true", "yes")}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("hf_dir", help="a Hugging Face model folder (config.json and weights, or a .gguf file)")
+    parser.add_argument("out", help="the megazoo checkpoint folder to create")
+    parser.add_argument("--set", nargs="+", action="append", default=[], metavar="KEY=VALUE",
+                        help="layout to check and record: parallel.tp=N parallel.pp=N parallel.sp=BOOL")
+    parser.add_argument("--gguf-file", default=None, help="the .gguf file in HF_DIR (found by itself when it is the only one)")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+
+
+def parse_sets(groups) -> dict:
+    out = {"parallel.tp": 1, "parallel.pp": 1, "parallel.sp": False}
+    for word in (w for g in groups for w in g):
+        if "=" not in word:
+            raise ValueError(f"--set takes key=value words, got {word!r}")
+        key, value = word.split("=", 1)
+        if key not in SET_KEYS:
+            close = difflib.get_close_matches(key, SET_KEYS, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise ValueError(f"unknown key {key!r} for import-hf{hint} (valid: {', '.join(SET_KEYS)})")
+        try:
+            out[key] = SET_KEYS[key](value)
+        except ValueError:
+            raise ValueError(f"{key} needs an integer, got {value!r}") from None
+        if key != "parallel.sp" and out[key] < 1:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    return out
+
+
+def run(args) -> int:
+    from megazoo.zoo.hf import SUPPORTED_MODEL_TYPES, HFImportError, LayoutError, check_layout, convert_from_hf
+    from megazoo.zoo.hf.common import read_hf
+    from megazoo.zoo.io import save_model
+
+    try:
+        sets = parse_sets(args.set)
+        source = read_hf(args.hf_dir, SUPPORTED_MODEL_TYPES, args.gguf_file)
+        arch, cfg, state = convert_from_hf(None, source=source)
+        tp, pp = sets["parallel.tp"], sets["parallel.pp"]
+        check_layout(arch, cfg, tp, pp)
+        tokenizer = source.path
+        if source.gguf_file is not None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
+        save_model(args.out, arch, cfg, state, tokenizer=tokenizer, overwrite=args.overwrite,
+                   extra={"source": str(args.hf_dir), "model_type": source.config.model_type,
+                          "parallel": {"tp": tp, "pp": pp, "sp": sets["parallel.sp"]}})
+    except (HFImportError, LayoutError, ValueError, FileExistsError) as e:
+        print(f"megazoo import-hf: error: {e}", file=sys.stderr)
+        return 2
+    n = sum(t.numel() for t in state.values())
+    print(f"imported {source.config.model_type} -> megazoo {arch}: {n / 1e6:.2f}M parameters, "
+          f"{len(state)} tensors, layout tp={tp} pp={pp}; wrote {args.out}")
+    return 0

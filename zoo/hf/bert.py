@@ -1,0 +1,100 @@
+"""BERT (BertModel / BertForMaskedLM / BertForPreTraining) <-> megazoo BERT in the post-LN layout.
+
+Which heads exist is read from the weights: the masked-LM head (cls.predictions), the pooler
+(pooler.dense), the next-sentence head (cls.seq_relationship). HF's "gelu" is the exact GELU.
+Megatron's pre-LN BERT has no HF BertModel equivalent and is refused on export.
+"""
+
+from __future__ import annotations
+
+import re
+
+from megazoo.zoo.bert.config import BertConfig, original_bert
+from megazoo.zoo.hf.common import HFExportError, HFImportError, Rule, fused_qkv, same
+
+MODEL_TYPE = "bert"
+ARCH = "bert"
+PREFIX = "bert."
+HEADS = ("cls.",)
+ACT_TO_MZ = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu"}
+ACT_TO_HF = {"gelu_exact": "gelu", "gelu": "gelu_new"}
+
+
+def config_from_hf(c, keys) -> BertConfig:
+    if c.hidden_act not in ACT_TO_MZ:
+        raise HFImportError(f"BERT hidden_act {c.hidden_act!r} is not supported; supported: {sorted(ACT_TO_MZ)}")
+    if getattr(c, "position_embedding_type", "absolute") != "absolute":
+        raise HFImportError(f"BERT position_embedding_type {c.position_embedding_type!r} is not supported (only absolute)")
+    if getattr(c, "is_decoder", False):
+        raise HFImportError("BERT as a decoder (is_decoder=True) is not supported")
+    keys = set(keys)
+    return original_bert(num_layers=c.num_hidden_layers, hidden_size=c.hidden_size, num_heads=c.num_attention_heads,
+                         ffn_hidden_size=c.intermediate_size, vocab_size=c.vocab_size, seq_length=c.max_position_embeddings,
+                         num_tokentypes=c.type_vocab_size, norm_eps=c.layer_norm_eps, activation=ACT_TO_MZ[c.hidden_act],
+                         dropout=c.hidden_dropout_prob, attention_dropout=c.attention_probs_dropout_prob,
+                         add_lm_head="cls.predictions.transform.dense.weight" in keys,
+                         add_pooler="bert.pooler.dense.weight" in keys,
+                         add_binary_head="cls.seq_relationship.weight" in keys)
+
+
+def architecture(cfg: BertConfig) -> str:
+    if cfg.add_lm_head:
+        return "BertForPreTraining" if cfg.add_binary_head else "BertForMaskedLM"
+    return "BertModel"
+
+
+def config_to_hf(cfg: BertConfig):
+    from transformers import BertConfig as HFBertConfig
+
+    if not cfg.post_norm or cfg.norm != "layernorm" or not cfg.bias or cfg.activation not in ACT_TO_HF:
+        raise HFExportError("this BERT has no Hugging Face BertModel equivalent: BERT there is post-LN (post_norm=true) "
+                            f"with LayerNorm, biases and activation in {sorted(ACT_TO_HF)}")
+    if cfg.num_kv_heads != cfg.num_heads or cfg.kv_channels * cfg.num_heads != cfg.hidden_size or cfg.attention_scale:
+        raise HFExportError("HF BERT needs multi-head attention with head dim = hidden / heads and the default scale")
+    return HFBertConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
+                        num_attention_heads=cfg.num_heads, intermediate_size=cfg.ffn_hidden_size,
+                        hidden_act=ACT_TO_HF[cfg.activation], max_position_embeddings=cfg.seq_length,
+                        type_vocab_size=max(cfg.num_tokentypes, 1), layer_norm_eps=cfg.norm_eps,
+                        hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.attention_dropout,
+                        architectures=[architecture(cfg)])
+
+
+def rules(cfg: BertConfig) -> list[Rule]:
+    e = "bert.embeddings."
+    out = [same("embed.weight", e + "word_embeddings.weight"), same("pos_embed", e + "position_embeddings.weight"),
+           same("embed_norm.weight", e + "LayerNorm.weight"), same("embed_norm.bias", e + "LayerNorm.bias")]
+    if cfg.num_tokentypes:
+        out.append(same("tokentype_embed", e + "token_type_embeddings.weight"))
+    for i in range(cfg.num_layers):
+        p, m = f"bert.encoder.layer.{i}.", f"layers.{i}."
+        for w in ("weight", "bias"):
+            out += [fused_qkv(m + "attn.qkv." + w, *(p + f"attention.self.{x}." + w for x in ("query", "key", "value")),
+                              cfg.num_heads, cfg.num_heads, cfg.kv_channels),
+                    same(m + "attn.proj." + w, p + "attention.output.dense." + w),
+                    same(m + "norm1." + w, p + "attention.output.LayerNorm." + w),
+                    same(m + "mlp.fc1." + w, p + "intermediate.dense." + w),
+                    same(m + "mlp.fc2." + w, p + "output.dense." + w),
+                    same(m + "norm2." + w, p + "output.LayerNorm." + w)]
+    for w in ("weight", "bias"):
+        if cfg.add_pooler:
+            out.append(same("pooler." + w, "bert.pooler.dense." + w))
+        if cfg.add_lm_head:
+            out += [same("lm_dense." + w, "cls.predictions.transform.dense." + w),
+                    same("lm_norm." + w, "cls.predictions.transform.LayerNorm." + w)]
+        if cfg.add_binary_head:
+            out.append(same("binary_head." + w, "cls.seq_relationship." + w))
+    if cfg.add_lm_head:
+        out.append(same("lm_bias", "cls.predictions.bias"))
+    return out
+
+
+def ignore(cfg: BertConfig) -> re.Pattern:
+    # the decoder weight is the word embedding table and its bias is cls.predictions.bias (tied)
+    return re.compile(r"position_ids$|^cls\.predictions\.decoder\.(weight|bias)$")
+
+
+def export_state(cfg: BertConfig, hf_state: dict) -> dict:
+    """A model without heads is written as BertModel (keys without the `bert.` prefix)."""
+    if cfg.add_lm_head or cfg.add_binary_head:
+        return hf_state
+    return {k[len(PREFIX):] if k.startswith(PREFIX) else k: v for k, v in hf_state.items()}
