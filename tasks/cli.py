@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import importlib.util
 import pkgutil
 import sys
 

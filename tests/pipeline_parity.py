@@ -59,6 +59,7 @@ def train_layout(case: dict, steps: int = STEPS) -> dict:
     """Rank function body for one layout; case has tp, pp, vpp, sp, layout, optional
     layers_per_stage and micro (the micro-batch size, default MICRO)."""
     cfg = make_config(case["layout"])
+    t_build = time.perf_counter()
     ctx = ParallelContext.build(ParallelConfig(tp=case["tp"], pp=case["pp"], vpp=case.get("vpp", 1),
                                                sp=case.get("sp", False)))
     chunks = build_chunks(lambda **kw: GPTModel(cfg, ctx, **kw).initialize(SEED), cfg.num_layers, ctx,
@@ -68,6 +69,7 @@ def train_layout(case: dict, steps: int = STEPS) -> dict:
     per_dp = GLOBAL_BATCH // ctx.dp
     size = case.get("micro", MICRO)  # micro-batch size
     losses, t0 = [], time.perf_counter()
+    t_build = t0 - t_build
     for step in range(steps):
         ids, labels = global_batch(step)
         tokens = (labels != -100).sum()
@@ -95,7 +97,8 @@ def train_layout(case: dict, steps: int = STEPS) -> dict:
     for ch in chunks:
         state.update(full_state(ch, ctx))  # collective over tp
     return {"coords": (ctx.tp_rank, ctx.dp_rank, ctx.pp_rank), "losses": losses,
-            "params": state if ctx.tp_rank == 0 else None, "seconds": time.perf_counter() - t0}
+            "params": state if ctx.tp_rank == 0 else None, "seconds": time.perf_counter() - t0,
+            "build_seconds": t_build}
 
 
 def train_all(cases: list[dict], steps: int = STEPS) -> list[dict]:

@@ -167,7 +167,8 @@ class MiniTrainer:
         padded[:shard.numel()] = shard
         if self.ctx.dp > 1:
             full = torch.empty(self.shard * self.ctx.dp)
-            dist.all_gather_into_tensor(full, padded, group=self.ctx.dp_group)
+            gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+            gather(full, padded, group=self.ctx.dp_group)
         else:
             full = padded
         pos = 0

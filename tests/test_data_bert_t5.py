@@ -127,3 +127,12 @@ def test_t5_errors(data_cache):
     with_sentinels = build_tokenizer("bert-wordpiece", extra_ids=100)
     with pytest.raises(DataError, match="decoder_seq_length 5 is too short"):
         build_t5_datasets(None, with_sentinels, 96, 0, decoder_seq_length=5)
+
+
+def test_bert_on_unsplit_data_says_split_sentences(tmp_path, bert):
+    from megazoo.core.data import DataConfig
+    from tests.test_data_common import write_random_dataset
+
+    write_random_dataset(tmp_path / "docs", 50, seed=1, vocab=30000)  # one sequence per document
+    with pytest.raises(DataError, match="preprocessed with --split-sentences"):
+        build_bert_datasets(DataConfig(path=str(tmp_path / "docs"), cache_dir=str(tmp_path / "c")), bert, 64, 0)

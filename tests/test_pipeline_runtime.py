@@ -8,7 +8,7 @@ import torch
 
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
 from megazoo.core.parallel.launch import RankFailure, spawn
-from megazoo.core.parallel.pipeline import build_chunks, forward_backward
+from megazoo.core.parallel.pipeline import broadcast_from_last_stage, build_chunks, forward_backward, share_metrics
 from megazoo.zoo.gpt import GPTModel
 from tests.pipeline_parity import global_batch, make_config
 
@@ -49,6 +49,10 @@ def runtime_cases():
     _, recomputed = _chunks(ctx, recompute="full")
     forward_backward(recomputed, micro, ctx, _loss, hidden_size=cfg.hidden_size)
     out["recompute_grads"] = _grads(recomputed)
+    # what the trainer logs on rank 0: the last stage's values, on every rank
+    mine = {"loss": out["1f1b"]["loss"], "grad_norm": float(ctx.pp_rank), "skipped": 0.0}
+    out["metrics"] = share_metrics(mine, ctx)
+    out["broadcast"] = broadcast_from_last_stage(torch.tensor([float(ctx.rank)]), ctx).item()
     out["forward_only"] = forward_backward(chunks, micro, ctx, _loss, forward_only=True,
                                            hidden_size=cfg.hidden_size).item()
     try:
@@ -113,6 +117,12 @@ def test_low_precision_and_sequence_parallel_compose(runtime):
     assert runtime[3]["pp_rank"] == 1
     assert runtime[3]["bf16"] == pytest.approx(runtime[3]["1f1b"]["loss"] / 2, rel=2e-2)  # half the micro-batches
     assert runtime[0]["bf16_grad_dtype"] == "torch.bfloat16"
+
+
+def test_last_stage_values_reach_every_rank(runtime):
+    for r in runtime:
+        assert r["metrics"] == {"loss": runtime[3]["1f1b"]["loss"], "grad_norm": 3.0, "skipped": 0.0}
+        assert r["broadcast"] == 3.0
 
 
 def test_missing_hidden_size_is_a_clear_error(runtime):

@@ -71,6 +71,12 @@ def test_sampling_is_seeded_and_stops(models):
     assert out[0] == greedy[0][: greedy[0].index(eos) + 1]
     for got, full in zip(out[1:], greedy[1:]):
         assert got == full[: full.index(eos) + 1] if eos in full else got == full
+    # min_new_tokens holds the end token back, as transformers does
+    hf, _ = models["llama"]
+    want = hf.generate(torch.tensor([PROMPTS[0]]), max_new_tokens=12, min_new_tokens=8, do_sample=False,
+                       eos_token_id=eos, pad_token_id=0)[0, len(PROMPTS[0]):].tolist()
+    assert generate(mz, [PROMPTS[0]], 12, eos_token_id=eos, min_new_tokens=8) == [want]
+    assert len(want) >= 8
 
 
 class CharTokenizer:

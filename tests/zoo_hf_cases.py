@@ -8,19 +8,24 @@ import torch
 import torch.distributed as dist
 
 CASES = ("gpt2", "llama", "bert", "bert-base", "t5", "t5-gated")
+ODD = "llama-odd"  # 6 query heads in 3 KV groups: tp=2 needs head padding
 DECODERS = ("gpt2", "llama")
 
 
 def hf_model(name: str):
     import transformers as T
 
-    torch.manual_seed({n: i for i, n in enumerate(CASES)}[name])
+    torch.manual_seed({n: i for i, n in enumerate(CASES + (ODD,))}[name])
     if name == "gpt2":
         m = T.GPT2LMHeadModel(T.GPT2Config(vocab_size=300, n_positions=32, n_embd=64, n_layer=2, n_head=4))
     elif name == "llama":
         m = T.LlamaForCausalLM(T.LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                              num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=64,
                                              rope_theta=1000.0, tie_word_embeddings=False))
+    elif name == ODD:
+        m = T.LlamaForCausalLM(T.LlamaConfig(vocab_size=300, hidden_size=48, intermediate_size=96, num_hidden_layers=2,
+                                             num_attention_heads=6, num_key_value_heads=3, max_position_embeddings=64,
+                                             tie_word_embeddings=True))
     elif name in ("bert", "bert-base"):
         c = T.BertConfig(vocab_size=300, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                          max_position_embeddings=32)

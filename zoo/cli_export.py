@@ -21,12 +21,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     import torch
 
-    from megazoo.zoo.hf import HFExportError, config_from_dict, export_hf
-    from megazoo.zoo.io import CheckpointError, load_model, tokenizer_dir
+    from megazoo.zoo.hf import HFExportError, config_from_dict, export_hf, unpad_heads
+    from megazoo.zoo.io import CheckpointError, load_model, read_meta, tokenizer_dir
 
     try:
         arch, cfg_dict, state = load_model(args.checkpoint)
         cfg = config_from_dict(arch, cfg_dict)
+        padded = read_meta(args.checkpoint).get("heads_padded_from")
+        if padded:  # imported with --pad-heads: give the HF model its own head count back
+            cfg, state = unpad_heads(arch, cfg, state, padded["num_kv_heads"])
         dtype = getattr(torch, DTYPES[args.dtype]) if args.dtype else None
         export_hf(args.out_dir, arch, cfg, state, tokenizer=tokenizer_dir(args.checkpoint),
                   max_shard_size=args.max_shard_size, overwrite=args.overwrite, dtype=dtype)

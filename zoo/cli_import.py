@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", nargs="+", action="append", default=[], metavar="KEY=VALUE",
                         help="layout to check and record: parallel.tp=N parallel.pp=N parallel.sp=BOOL")
     parser.add_argument("--gguf-file", default=None, help="the .gguf file in HF_DIR (found by itself when it is the only one)")
+    parser.add_argument("--pad-heads", action="store_true",
+                        help="when parallel.tp does not divide the attention heads, add zero heads (outputs unchanged; "
+                             "export-hf removes them again)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
 
@@ -43,25 +46,44 @@ def parse_sets(groups) -> dict:
     return out
 
 
-def run(args) -> int:
-    from megazoo.zoo.hf import SUPPORTED_MODEL_TYPES, HFImportError, LayoutError, check_layout, convert_from_hf
+def import_checkpoint(hf_dir, out, tp: int = 1, pp: int = 1, sp: bool = False, gguf_file: str | None = None,
+                      pad_heads: bool = False, overwrite: bool = False):
+    """What the command does, callable from Python: read, convert, check the layout, write the
+    checkpoint (with the tokenizer files). Returns (source, arch, config, state)."""
+    from megazoo.zoo.hf import SUPPORTED_MODEL_TYPES, check_layout, convert_from_hf
     from megazoo.zoo.hf.common import read_hf
     from megazoo.zoo.io import save_model
 
+    source = read_hf(hf_dir, SUPPORTED_MODEL_TYPES, gguf_file)
+    arch, cfg, state = convert_from_hf(None, source=source)
+    extra = {}
+    if pad_heads:
+        from megazoo.zoo.hf import pad_heads as pad
+
+        original = {"num_heads": cfg.num_heads, "num_kv_heads": cfg.num_kv_heads}
+        cfg, state = pad(arch, cfg, state, tp)
+        if cfg.num_kv_heads != original["num_kv_heads"]:
+            extra["heads_padded_from"] = original
+    check_layout(arch, cfg, tp, pp)
+    tokenizer = source.path
+    if source.gguf_file is not None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
+    save_model(out, arch, cfg, state, tokenizer=tokenizer, overwrite=overwrite,
+               extra={"source": str(hf_dir), "model_type": source.config.model_type,
+                      "parallel": {"tp": tp, "pp": pp, "sp": sp}, **extra})
+    return source, arch, cfg, state
+
+
+def run(args) -> int:
+    from megazoo.zoo.hf import HFImportError, LayoutError
+
     try:
         sets = parse_sets(args.set)
-        source = read_hf(args.hf_dir, SUPPORTED_MODEL_TYPES, args.gguf_file)
-        arch, cfg, state = convert_from_hf(None, source=source)
         tp, pp = sets["parallel.tp"], sets["parallel.pp"]
-        check_layout(arch, cfg, tp, pp)
-        tokenizer = source.path
-        if source.gguf_file is not None:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
-        save_model(args.out, arch, cfg, state, tokenizer=tokenizer, overwrite=args.overwrite,
-                   extra={"source": str(args.hf_dir), "model_type": source.config.model_type,
-                          "parallel": {"tp": tp, "pp": pp, "sp": sets["parallel.sp"]}})
+        source, arch, cfg, state = import_checkpoint(args.hf_dir, args.out, tp, pp, sets["parallel.sp"], args.gguf_file,
+                                                     args.pad_heads, args.overwrite)
     except (HFImportError, LayoutError, ValueError, FileExistsError) as e:
         print(f"megazoo import-hf: error: {e}", file=sys.stderr)
         return 2

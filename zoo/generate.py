@@ -96,7 +96,8 @@ def _step_fn(model, ids, mask, use_cache, decoder_start):
         else:
             inp, pos = state["ids"], state["pos"]
         state["first"] = False
-        logits = model(inp, position_ids=pos, attention_mask=state["mask"] if padded else None, cache=state["cache"])
+        logits = model(inp, position_ids=pos, attention_mask=state["mask"] if padded else None, cache=state["cache"],
+                       logits_to_keep=1)
         return logits[:, -1]
 
     return step
@@ -107,13 +108,14 @@ def generate(model, prompts, max_new_tokens: int = 20, *, do_sample: bool = Fals
              top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0, eos_token_id=None,
              pad_token_id: int | None = None, stop_strings: list[str] | None = None, tokenizer=None, seed: int = 0,
              use_cache: bool = True, attention_mask: torch.Tensor | None = None,
-             decoder_start_token_id: int | None = None) -> list[list[int]]:
+             decoder_start_token_id: int | None = None, min_new_tokens: int = 0) -> list[list[int]]:
     """Generate up to max_new_tokens for each prompt; returns the new tokens per prompt (an
     end token or the token completing a stop string included, nothing after it).
 
     prompts: a list of token-id lists (any lengths; left-padded here) or a [b, s] tensor, left-padded
     when `attention_mask` (1 = token) is given. Greedy unless do_sample (temperature 0 is greedy too).
-    eos_token_id: an int or a list of ints. Works for GPTModel (GPT/Llama) and T5Model."""
+    eos_token_id: an int or a list of ints; min_new_tokens: end tokens are not drawn before that
+    many new tokens (as transformers). Works for GPTModel (GPT/Llama, pp=1, sp off) and T5Model."""
     cfg = model.cfg
     eos = set([eos_token_id] if isinstance(eos_token_id, int) else (eos_token_id or []))
     if pad_token_id is None:
@@ -141,8 +143,11 @@ def generate(model, prompts, max_new_tokens: int = 20, *, do_sample: bool = Fals
     out = [[] for _ in range(b)]
     done = torch.zeros(b, dtype=torch.bool, device=device)
     new = None
-    for _ in range(max_new_tokens):
+    for i in range(max_new_tokens):
         logits = step(new)
+        if i < min_new_tokens and eos:
+            logits = logits.clone()
+            logits[:, [t for t in eos if t < logits.shape[-1]]] = float("-inf")
         greedy = not do_sample or temperature == 0.0
         if greedy and repetition_penalty == 1.0:
             new = logits.argmax(-1)

@@ -15,7 +15,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from megazoo.core.data.blend import SPLIT_NAMES, BlendedDataset, blend_sizes, parse_data_path, parse_split, split_ranges
+from megazoo.core.data.blend import (BLEND_SURPLUS, SPLIT_NAMES, BlendedDataset, blend_sizes, parse_data_path,
+                                     parse_split, split_ranges)
 from megazoo.core.data.errors import DataError
 from megazoo.core.data.indexed import IndexedDataset
 
@@ -105,8 +106,10 @@ def _build_splits(kind: str, config: Any, tokenizer, num_samples: Sequence[int |
         if not parts:
             if split_weights[s] > 0:
                 if name == "train":
+                    hint = ("; BERT/T5 samples are cut from sentences, so the data must be preprocessed "
+                            "with --split-sentences" if split_sentences else "")
                     raise DataError(f"{datasets[0].prefix}: the train split is too small for one {kind} sample; "
-                                    f"use more data, a shorter sequence or a larger train share in data.split")
+                                    f"use more data, a shorter sequence or a larger train share in data.split{hint}")
                 log.warning("%s split has too little data for one %s sample; it is left out", name, kind)
             out.append(None)
             continue
@@ -118,8 +121,9 @@ def _build_splits(kind: str, config: Any, tokenizer, num_samples: Sequence[int |
             continue
         if want is None:
             components = [make(ds, idx, None, name, cache) for ds, idx in parts]
-            # one pass: the largest blend no component runs out of in one epoch
-            want = int(min(len(c) / w for c, w in zip(components, part_weights)) / (1 + 0.005 * 2))
+            # one pass: the largest blend no component runs out of in one epoch (the surplus
+            # blend_sizes adds, twice over for the rounding, keeps each within its epoch)
+            want = int(min(len(c) / w for c, w in zip(components, part_weights)) / (1 + 2 * BLEND_SURPLUS))
             want = max(1, want)
         sizes = blend_sizes(want, part_weights)
         components = [make(ds, idx, n, name, cache) for (ds, idx), n in zip(parts, sizes)]

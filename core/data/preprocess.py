@@ -8,6 +8,7 @@ line; on any error the partial output is removed and an older output under the p
 
 from __future__ import annotations
 
+import collections
 import itertools
 import multiprocessing as mp
 import os
@@ -159,6 +160,8 @@ def preprocess(inputs: Sequence[str], tokenizer: Tokenizer | str, output_prefix:
     for path in inputs:
         if not os.path.isfile(path):
             raise DataError(f"{path}: no such input file")
+        if os.path.getsize(path) == 0:  # caught here, before any work; blank-only files at the end
+            raise DataError(f"{path}: empty input: the file is empty; nothing was written to {output_prefix}.bin/.idx")
     tok = build_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     if append_eod and tok.eod is None:
         raise DataError(f"--append-eod: tokenizer {tok.name} has no end-of-document token")
@@ -174,15 +177,16 @@ def preprocess(inputs: Sequence[str], tokenizer: Tokenizer | str, output_prefix:
     pool = None
     try:
         with IndexedDatasetWriter(output_prefix, out_dtype) as writer:
+            chunks = _chunks(inputs, fmt, text_mode)
             if workers > 1:
                 ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
                 pool = ctx.Pool(workers, initializer=_init_worker, initargs=(job,))
-                # imap keeps input order; a bounded look-ahead comes from the chunk generator.
-                results: Iterable = pool.imap(_encode_chunk, _sizes_aside(_chunks(inputs, fmt, text_mode), bar), chunksize=1)
+                results: Iterable = _in_order(pool, chunks, window=2 * workers + 2)
             else:
                 _init_worker(job)
-                results = map(_encode_chunk, _sizes_aside(_chunks(inputs, fmt, text_mode), bar))
-            for tokens, lengths, doc_counts, skipped, per_file in results:
+                results = ((_encode_chunk(docs), size) for docs, size in chunks)
+            for (tokens, lengths, doc_counts, skipped, per_file), size in results:
+                bar.update(size)
                 if len(doc_counts):
                     writer.add_chunk(tokens, lengths, doc_counts, where=output_prefix + ".bin")
                 stats.documents += len(doc_counts)
@@ -208,12 +212,22 @@ def preprocess(inputs: Sequence[str], tokenizer: Tokenizer | str, output_prefix:
     return stats
 
 
-def _sizes_aside(chunks: Iterator[tuple[list[RawDoc], int]], bar) -> Iterator[list[RawDoc]]:
-    # The bar counts input bytes as they are handed out; with imap's look-ahead that runs slightly
-    # ahead of the writer, which is fine for a progress display.
+def _in_order(pool, chunks: Iterator[tuple[list[RawDoc], int]], window: int) -> Iterator[tuple[tuple, int]]:
+    """Results of the chunks in input order, with at most `window` chunks in flight.
+
+    Pool.imap would read the whole input into its task queue ahead of the workers (no
+    back-pressure), which for a large corpus means holding it all in memory; this keeps a few
+    chunks per worker queued. The first failing chunk in input order raises (its file:line).
+    """
+    pending: collections.deque = collections.deque()
     for docs, size in chunks:
-        bar.update(size)
-        yield docs
+        pending.append((pool.apply_async(_encode_chunk, (docs,)), size))
+        if len(pending) >= window:
+            result, n = pending.popleft()
+            yield result.get(), n
+    while pending:
+        result, n = pending.popleft()
+        yield result.get(), n
 
 
 def merge(prefixes: Sequence[str], output_prefix: str) -> PreprocessStats:

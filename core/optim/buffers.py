@@ -14,9 +14,9 @@ every parameter of a bucket has received its last micro-batch's gradient, the bu
 of the backward pass. `finish()` waits for them, and reduces synchronously any bucket that was not
 started (overlap off, a backend without async collectives, or a parameter that got no gradient).
 
-Parameters tagged `tied_across_stages` (a tied embedding split over pipeline stages) are kept in
-a separate bucket that is only reduced in `finish_late()`, after the pipeline runtime has summed
-them across the embedding group.
+Parameters marked `shared_embedding` (the two copies of a tied embedding on the first and last
+pipeline stage) are kept in a separate bucket that is only reduced in `finish_late()`, after the
+pipeline runtime (`finalize_grads`) has summed them across the embedding group.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ class GradBuffers:
         self.shards = ctx.dp if distributed else 1
         self.shard_rank = ctx.dp_rank if distributed else 0
         self.params = params
-        early = [p for p in reversed(params) if not getattr(p, "tied_across_stages", False)]
-        late = [p for p in reversed(params) if getattr(p, "tied_across_stages", False)]
+        early = [p for p in reversed(params) if not getattr(p, "shared_embedding", False)]
+        late = [p for p in reversed(params) if getattr(p, "shared_embedding", False)]
 
         # layout: (param, offset) per bucket
         self.buckets: list[Bucket] = []

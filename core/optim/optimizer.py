@@ -48,12 +48,17 @@ class StepResult:
 class Fragment:
     """The slice [a, b) of parameter `param` (flat offsets inside the parameter) this rank updates."""
 
-    def __init__(self, param: nn.Parameter, lo: int, hi: int, main: nn.Parameter, grad: torch.Tensor):
+    def __init__(self, param: nn.Parameter, lo: int, hi: int, main: nn.Parameter, grad: torch.Tensor,
+                 counted_in_norm: bool = True):
         self.param, self.lo, self.hi, self.main, self.grad = param, lo, hi, main, grad
+        self.counted_in_norm = counted_in_norm
 
-    @property
-    def counted_in_norm(self) -> bool:
-        return not getattr(self.param, "shared_embedding", False)
+
+def head_copies(chunks: list[nn.Module]) -> set[int]:
+    """ids of tied-head copies: `shared_embedding` parameters of chunks without the embeddings (the
+    last pipeline stage's copy of the first stage's table, whose gradient finalize_grads made equal)."""
+    return {id(p) for c in chunks if not getattr(c, "pre_process", True)
+            for p in c.parameters() if getattr(p, "shared_embedding", False)}
 
 
 def no_decay(p: nn.Parameter) -> bool:
@@ -86,6 +91,7 @@ class MixedPrecisionOptimizer:
                 o = buf.shard_offset(b)
                 self.main_shard[o:o + (e - a)].copy_(buf.fp32_values[a:e])
         buf.fp32_values = None  # free the temporary fp32 copy
+        copies = head_copies(chunks)
         self.fragments: list[Fragment] = []
         for b in buf.buckets:
             own_a, own_e = buf.owned_range(b)
@@ -103,7 +109,7 @@ class MixedPrecisionOptimizer:
                 main = nn.Parameter(main_view)  # shares storage with the flat buffer
                 grad = buf.grad_shard[s0:s1]
                 main.grad = grad
-                self.fragments.append(Fragment(p, lo - pa, hi - pa, main, grad))
+                self.fragments.append(Fragment(p, lo - pa, hi - pa, main, grad, id(p) not in copies))
         decay = [f.main for f in self.fragments if not no_decay(f.param)]
         plain = [f.main for f in self.fragments if no_decay(f.param)]
         groups = [{"params": decay, "weight_decay": settings.weight_decay},

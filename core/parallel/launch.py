@@ -1,6 +1,6 @@
 """Run a function on N local ranks (gloo on CPU, nccl on GPU): the test and benchmark harness.
 
-`spawn(fn, world_size, *args)` starts N processes with a free port, initialises torch.distributed
+`spawn(fn, world_size, *args)` starts N processes, initialises torch.distributed
 in each, calls fn(*args) and returns the list of per-rank results (picklable values). A rank that
 raises fails the whole call with its traceback; a run that outlives `timeout` is killed and
 reported, so a hang becomes a failure. Each rank uses one torch thread by default, so N ranks fit
@@ -34,7 +34,10 @@ def _worker(rank, world_size, port, fn, args, results, threads, dist_timeout):
         from megazoo.core.parallel.device import pick_backend
 
         torch.set_num_threads(threads)
-        dist.init_process_group(pick_backend(), rank=rank, world_size=world_size,
+        # the parent already listens on `port` (its TCPStore), so no rank races for a free port
+        store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False,
+                              timeout=datetime.timedelta(seconds=dist_timeout))
+        dist.init_process_group(pick_backend(), store=store, rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=dist_timeout))
         try:
             out = fn(*args)
@@ -53,9 +56,14 @@ class RankFailure(RuntimeError):
 
 def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, dist_timeout: float = 120.0):
     """Run fn(*args) on `world_size` ranks; return [result of rank 0, rank 1, ...]."""
+    import torch.distributed as dist
+
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    port = free_port()
+    # port 0: the OS picks a free port for the store the ranks rendezvous on
+    store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False,
+                          timeout=datetime.timedelta(seconds=dist_timeout))
+    port = store.port
     procs = [ctx.Process(target=_worker, args=(r, world_size, port, fn, args, results, threads, dist_timeout),
                          daemon=True) for r in range(world_size)]
     for p in procs:
@@ -87,6 +95,7 @@ def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, 
             if p.is_alive():
                 p.kill()
                 p.join()
+        del store
     if errors:
         rank, tb = errors[0]
         raise RankFailure(f"rank {rank} failed:\n{tb}")

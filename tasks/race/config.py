@@ -11,7 +11,8 @@ Keys (dotted, usable with --set):
   data.generate         write a generated set (from the embedded corpus) at data.path when missing
   train.epochs (3), train.lr (1e-5), train.warmup (0.06 of the steps), train.weight_decay (0.1),
   train.micro_batch (4 questions), train.global_batch (0: micro_batch x dp), train.seed,
-  train.clip_grad (1.0), train.max_steps (0: all epochs), train.time_limit_s (0: none),
+  train.clip_grad (1.0), train.max_steps (0: all epochs), train.time_limit_s (wall clock, 0: none),
+  train.cpu_limit_s (CPU seconds of this process, all threads; 0: none),
   train.eval_interval (0: once per epoch), train.eval_questions (0: the whole valid split)
   parallel.tp           tensor parallelism (dp = ranks / tp)
   log.dir, log.interval
@@ -61,6 +62,7 @@ class TrainSection:
     clip_grad: float = 1.0
     max_steps: int = 0
     time_limit_s: float = 0.0
+    cpu_limit_s: float = 0.0  # stop once this process has used this much CPU time (shared machines)
     eval_interval: int = 0
     eval_questions: int = 0
 

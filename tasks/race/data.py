@@ -88,15 +88,19 @@ def read_race_dir(root: str | os.PathLike, split: str | None = None) -> list[Rac
     root = Path(root)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such RACE folder (expected RACE/{{train,dev,test}}/{{middle,high}}/*.txt)")
-    folder = root
-    if split is not None and (root / split).is_dir():
+    if split is None:
+        if any((root / s).is_dir() for s in SPLITS):
+            raise ValueError(f"{root} holds the splits {[s for s in SPLITS if (root / s).is_dir()]}; name one "
+                             f"(split='dev', --split dev) or pass the split's folder")
+        folder = root
+    elif (root / split).is_dir():
         folder = root / split
-    elif split is None and any((root / s).is_dir() for s in SPLITS):
-        raise ValueError(f"{root} holds the splits {[s for s in SPLITS if (root / s).is_dir()]}; name one "
-                         f"(split='dev', --split dev) or pass the split's folder")
-    elif split is not None and root.name != split and root.is_dir() and not any((root / lv).is_dir() for lv in LEVELS):
-        raise FileNotFoundError(f"{root / split}: no such split folder (have "
-                                f"{sorted(p.name for p in root.iterdir() if p.is_dir())})")
+    elif root.name == split:
+        folder = root
+    else:
+        have = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        raise FileNotFoundError(f"{root / split}: no such split folder (have {have}); pass the RACE root, or "
+                                f"one split's folder with no split (--split none)")
     return _from_examples(read_race(folder))
 
 

@@ -120,16 +120,20 @@ class FineTuner:
         return {"split": "valid", "step": self.step, "loss": loss, "accuracy": acc["overall"],
                 "accuracy_middle": acc["middle"], "accuracy_high": acc["high"]}
 
-    def _stop_now(self, start: float) -> bool:
-        limit = self.cfg.train.time_limit_s
-        if not limit:
+    def _stop_now(self, start: float, cpu_start: float) -> bool:
+        """Past train.time_limit_s (wall) or train.cpu_limit_s (this process's CPU time, which on a
+        shared machine measures the work done rather than the waiting); every rank agrees."""
+        t = self.cfg.train
+        if not t.time_limit_s and not t.cpu_limit_s:
             return False
-        flag = torch.tensor(1.0 if time.perf_counter() - start > limit else 0.0)
+        over = (t.time_limit_s and time.perf_counter() - start > t.time_limit_s) or \
+               (t.cpu_limit_s and time.process_time() - cpu_start > t.cpu_limit_s)
+        flag = torch.tensor(1.0 if over else 0.0)
         return bool(_all_reduce(flag, None if self.ctx.world_size == 1 else dist.group.WORLD, dist.ReduceOp.MAX) > 0)
 
     def run(self) -> dict:
         t = self.cfg.train
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         interval = t.eval_interval or self.steps_per_epoch
         last_valid = None
         tick, questions_done = time.perf_counter(), 0
@@ -144,14 +148,15 @@ class FineTuner:
                 if self.step % self.cfg.log.interval == 0 or self.step == 1:
                     now = time.perf_counter()
                     line.update(epoch=epoch, questions_per_s=questions_done / max(now - tick, 1e-9),
-                                consumed_questions=self.step * self.global_batch, elapsed_s=now - start)
+                                consumed_questions=self.step * self.global_batch, elapsed_s=now - start,
+                                cpu_s=time.process_time() - cpu_start)
                     tick, questions_done = now, 0
                     self.log(line)
                 if self.valid is not None and (self.step % interval == 0 or self.step == self.total_steps):
                     last_valid = self.evaluate()
-                    last_valid["elapsed_s"] = time.perf_counter() - start
+                    last_valid.update(elapsed_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu_start)
                     self.log(last_valid)
-                if self._stop_now(start):
+                if self._stop_now(start, cpu_start):
                     stopped_early = True
                     break
             if stopped_early or self.step >= self.total_steps:
@@ -162,7 +167,8 @@ class FineTuner:
             self.log(last_valid)
         self.optimizer.buffers.remove_hooks()
         return {"steps": self.step, "losses": self.losses, "valid": last_valid,
-                "elapsed_s": time.perf_counter() - start, "stopped_by_time_limit": stopped_early}
+                "elapsed_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu_start,
+                "stopped_by_time_limit": stopped_early}
 
 
 class MetricsLog:

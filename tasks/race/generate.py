@@ -4,7 +4,7 @@ Articles are runs of consecutive sentences from one corpus document. Each questi
 sentence of its article and asks which word fills a gap in it; the three distractors are other
 content words of the same article, so every option is plausible vocabulary for the passage and only
 reading the article settles the answer. Middle-school articles are shorter and ask cloze questions
-("... the _ method ..."); high-school ones are longer and also ask questions without a gap ("Which
+("... the _ method ..."); high-school ones are longer and also ask (three times in ten) questions without a gap ("Which
 word follows "a b c" in the passage?"), so both of Megatron's question forms occur. Documents, not
 questions, are split between train/dev/test, so held-out articles are unseen. The same seed gives
 the same files, byte for byte.
@@ -94,7 +94,7 @@ def make_record(sentences: list[str], rng: random.Random, questions: int, cloze_
     for i in order:
         if len(qs) == questions:
             break
-        made = _question(sentences[i], pool, rng, cloze=cloze_only or rng.random() < 0.5)
+        made = _question(sentences[i], pool, rng, cloze=cloze_only or rng.random() < 0.7)
         if made:
             qs.append(made[0])
             opts.append(made[1])

@@ -49,7 +49,8 @@ def pair_ids(a: Sequence[int], b: Sequence[int], max_seq_length: int, cls: int, 
 
 @dataclass
 class RaceBatch:
-    """Tensors for N questions: input_ids, token_type_ids, attention_mask [N, 4, L]; labels [N]."""
+    """Tensors for N questions: input_ids (int32), token_type_ids, attention_mask (int8) [N, 4, L];
+    labels [N] (int64). `select` gives int64 batches ready for the model."""
 
     input_ids: torch.Tensor
     token_type_ids: torch.Tensor
@@ -64,8 +65,8 @@ class RaceBatch:
         results do not change: padding is masked out of attention; it only saves compute)."""
         mask = self.attention_mask[index]
         length = max(int(mask.sum(-1).max()), 1)
-        return RaceBatch(self.input_ids[index][..., :length], self.token_type_ids[index][..., :length],
-                         mask[..., :length], self.labels[index])
+        return RaceBatch(self.input_ids[index][..., :length].long(), self.token_type_ids[index][..., :length].long(),
+                         mask[..., :length].long(), self.labels[index])
 
 
 def build_inputs(questions: Sequence[RaceQuestion], tokenizer, max_seq_length: int = MAX_SEQ_LENGTH,
@@ -90,5 +91,7 @@ def build_inputs(questions: Sequence[RaceQuestion], tokenizer, max_seq_length: i
         masks.append([r[2] for r in rows])
         labels.append(q.label)
     shape = (len(labels), NUM_CHOICES, max_seq_length)
-    as_tensor = lambda x: torch.tensor(x, dtype=torch.long).view(shape)  # noqa: E731
-    return RaceBatch(as_tensor(ids), as_tensor(types), as_tensor(masks), torch.tensor(labels, dtype=torch.long))
+    # compact storage (the full RACE train split at 512 is ~1 GB this way, 4 GB as int64);
+    # select() hands out int64 micro-batches
+    return RaceBatch(torch.tensor(ids, dtype=torch.int32).view(shape), torch.tensor(types, dtype=torch.int8).view(shape),
+                     torch.tensor(masks, dtype=torch.int8).view(shape), torch.tensor(labels, dtype=torch.long))

@@ -58,8 +58,9 @@ def run_finetune(cfg: RaceConfig, ctx: ParallelContext | None = None, echo: bool
     t0 = time.perf_counter()
     train_q = load_race(d.path, d.train_split)
     valid_q = load_race(d.path, d.valid_split) if d.valid_split else []
-    if cfg.train.eval_questions and len(valid_q) > cfg.train.eval_questions:
-        valid_q = valid_q[: cfg.train.eval_questions]
+    n = cfg.train.eval_questions
+    if n and len(valid_q) > n:  # evenly spread, so both levels and many articles are in
+        valid_q = [valid_q[i * len(valid_q) // n] for i in range(n)]
     train = build_inputs(train_q, tok, d.max_seq_length, d.max_qa_length)
     valid = build_inputs(valid_q, tok, d.max_seq_length, d.max_qa_length) if valid_q else None
     model, _ = build_race_model(cfg.model.init, ctx, cfg.model.head_dropout, cfg.model.dropout, cfg.train.seed)

@@ -4,10 +4,10 @@
     builder = build({"arch": "gpt", "num_layers": 2, ...}, recompute="none")
     chunks = builder.chunks(ctx, seed)        # one GPTModel stage per virtual pipeline stage
 
-Virtual stage v = chunk * pp + pp_rank holds layers [v * L / (pp * vpp), (v + 1) * L / (pp * vpp)),
-as Megatron-LM's interleaved schedule expects. With pp > 1 and tied embeddings the first stage's
-embedding and the last stage's head are tagged `tied_across_stages`, so the trainer reduces their
-gradients only after the pipeline runtime has summed them over the embedding group.
+Chunk c of pp rank r is virtual stage c * pp + r, with the layer split of the pipeline runtime
+(megazoo.core.parallel.pipeline.stages: even, the first stages taking any extra layer). With pp > 1
+and tied embeddings the model marks both copies `shared_embedding`; the pipeline runtime sums their
+gradients and the trainer reduces them after that.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import fields
 import torch
 
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
+from megazoo.core.parallel.pipeline.stages import StageSplitError, chunk_ranges, split_layers
 from megazoo.core.train.config import ConfigError, check_type
 from megazoo.zoo.gpt.config import GPTConfig, flops_per_iteration, gpt2_layout, llama_layout, num_parameters
 from megazoo.zoo.gpt.model import GPTModel
@@ -65,10 +66,10 @@ class GPTBuilder:
             cfg.check_tensor_parallel(parallel.tp)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-        stages = parallel.pp * parallel.vpp
-        if cfg.num_layers % stages:
-            raise ConfigError(f"model.num_layers={cfg.num_layers} is not divisible by parallel.pp x parallel.vpp = "
-                              f"{parallel.pp} x {parallel.vpp}; every pipeline stage needs the same number of layers")
+        try:
+            split_layers(cfg.num_layers, parallel.pp, parallel.vpp)
+        except StageSplitError as e:
+            raise ConfigError(f"model.num_layers={cfg.num_layers}: {e}") from None
         if parallel.sp and cfg.seq_length % parallel.tp:
             raise ConfigError(f"model.seq_length={cfg.seq_length} is not divisible by parallel.tp={parallel.tp} "
                               "(sequence parallelism splits the sequence)")
@@ -76,19 +77,12 @@ class GPTBuilder:
     def chunks(self, ctx: ParallelContext, seed: int, device=None) -> list[GPTModel]:
         cfg = self.config
         stages = ctx.pp * ctx.vpp
-        per = cfg.num_layers // stages
         out = []
-        for chunk in range(ctx.vpp):
+        for chunk, layers in enumerate(chunk_ranges(cfg.num_layers, ctx.pp, ctx.vpp, ctx.pp_rank)):
             v = chunk * ctx.pp + ctx.pp_rank
-            model = GPTModel(cfg, ctx, pre_process=v == 0, post_process=v == stages - 1,
-                             layers=(v * per, (v + 1) * per), dtype=torch.float32, device=device or ctx.device)
-            model.initialize(seed)
-            if stages > 1 and cfg.tie_embeddings:
-                if v == 0:
-                    model.embed.weight.tied_across_stages = True
-                if v == stages - 1:
-                    model.head.weight.tied_across_stages = True
-            out.append(model)
+            model = GPTModel(cfg, ctx, pre_process=v == 0, post_process=v == stages - 1, layers=layers,
+                             dtype=torch.float32, device=device or ctx.device)
+            out.append(model.initialize(seed))
         return out
 
     def flops_per_iteration(self, batch: int, tp: int = 1) -> float:

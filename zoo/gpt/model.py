@@ -105,8 +105,11 @@ class GPTModel(nn.Module):
 
     def forward(self, input_ids: torch.Tensor | None = None, hidden_states: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
+                attention_mask: torch.Tensor | None = None, cache: KVCache | None = None,
+                logits_to_keep: int = 0) -> torch.Tensor:
         """First stage takes input_ids [b, s]; later stages hidden_states [s(/tp), b, h].
+        logits_to_keep > 0: the head runs on the last that many positions only (generation's
+        prefill needs one; not with sequence parallelism).
 
         Returns: the per-token loss [b, s] (fp32, 0 where labels == -100) when the stage has the
         head and labels are given; logits [b, s, vocab] (real vocabulary, gathered) without labels;
@@ -139,6 +142,10 @@ class GPTModel(nn.Module):
                 x = layer(x, rope, mask, cache, self.rng)
         if not self.post_process:
             return x
+        if logits_to_keep:
+            if self.ctx.sp:
+                raise ValueError("logits_to_keep needs sequence parallelism off (the sequence is split across tp ranks)")
+            x = x[-logits_to_keep:]
         x = self.final_norm(x)
         logits = self.head(x)  # [s, b, V/tp]
         if labels is not None:

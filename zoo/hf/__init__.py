@@ -15,6 +15,8 @@ import torch
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.zoo.hf import bert, gpt2, llama, t5
 from megazoo.zoo.hf.common import HFExportError, HFImportError, HFSource, apply_rules, add_prefix, invert_rules, read_hf
+from megazoo.zoo.hf.heads import pad_heads as _pad_heads
+from megazoo.zoo.hf.heads import unpad_heads
 from megazoo.zoo.hf.models import ARCHS, LayoutError, build_model, check_layout, config_from_dict
 from megazoo.zoo.hf.shard import expected_shapes, gather_full_state, load_full_state, stage_layers
 from megazoo.zoo.hf.writer import atomic_folder, copy_tokenizer, write_weights
@@ -54,10 +56,14 @@ def convert_to_hf(arch: str, cfg, state: dict[str, torch.Tensor]):
     return hf_config, hf_state
 
 
-def import_hf(src, ctx: ParallelContext | None = None, gguf_file: str | None = None, dtype=None, **stage):
-    """Build this rank's model (tp slice, pp stage) from an HF source, in eval mode."""
+def import_hf(src, ctx: ParallelContext | None = None, gguf_file: str | None = None, dtype=None,
+              pad_heads: bool = False, **stage):
+    """Build this rank's model (tp slice, pp stage) from an HF source, in eval mode.
+    pad_heads: add zero KV groups when tp does not divide the heads (same outputs; see heads.py)."""
     ctx = ctx or ParallelContext.single()
     arch, cfg, state = convert_from_hf(src, gguf_file)
+    if pad_heads:
+        cfg, state = _pad_heads(arch, cfg, state, ctx.tp)
     model = build_model(arch, cfg, ctx, dtype=dtype, **stage)
     load_full_state(model, state, ctx)
     return model.eval()
@@ -90,4 +96,6 @@ def export_model(model, out_dir, arch: str, ctx: ParallelContext | None = None, 
 
 __all__ = ["ADAPTERS", "HFExportError", "HFImportError", "LayoutError", "SUPPORTED_MODEL_TYPES", "build_model",
            "check_layout", "config_from_dict", "convert_from_hf", "convert_to_hf", "export_hf", "export_model",
-           "gather_full_state", "import_hf", "load_full_state", "read_hf", "stage_layers"]
+           "gather_full_state", "import_hf", "load_full_state", "pad_heads", "read_hf", "stage_layers", "unpad_heads"]
+
+pad_heads = _pad_heads

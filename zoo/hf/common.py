@@ -126,8 +126,9 @@ def read_hf(src, supported: list[str], gguf_file: str | None = None) -> HFSource
 
         config = AutoConfig.from_pretrained(path, gguf_file=gguf_file)
         _check_type(config.model_type, supported, f"{path / gguf_file}")
-        model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf_file, dtype=torch.float32)
-        return HFSource(model.config, {k: v.detach() for k, v in model.state_dict().items()}, path, gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf_file, dtype=torch.float32).eval()
+        return HFSource(model.config, {k: v.detach() for k, v in model.state_dict().items()}, path, gguf_file,
+                        extra={"model": model})  # dequantised once; callers may reuse it
     raw = json.loads((path / "config.json").read_text())
     _check_type(raw.get("model_type"), supported, f"{path / 'config.json'}")
     from transformers import AutoConfig

