@@ -9,7 +9,7 @@ import torch
 
 from megazoo.core.parallel.launch import spawn
 from megazoo.zoo.generate import generate
-from megazoo.zoo.hf import build_model, convert_from_hf, export_hf, import_hf, load_full_state, pad_heads
+from megazoo.zoo.hf import build_model, export_hf, import_hf, load_full_state, pad_heads
 from megazoo.zoo.io import save_model
 from tests.zoo_pretrained import minilm, smollm2
 from tests.zoo_smollm2_ranks import smollm2_tp2

@@ -124,10 +124,13 @@ class ParallelContext:
         return cls(device=device or pick_device(), backend=pick_backend())
 
     @classmethod
-    def build(cls, config: ParallelConfig | None = None, device: torch.device | None = None) -> "ParallelContext":
+    def build(cls, config: ParallelConfig | None = None, device: torch.device | None = None,
+              timeout_s: float | None = None) -> "ParallelContext":
         """Build the context for this rank; torch.distributed must be initialised when world > 1.
 
-        Every rank creates every group in the same order, as torch.distributed requires.
+        Every rank creates every group in the same order, as torch.distributed requires. Each group
+        gets the same timeout as the world (MEGAZOO_DIST_TIMEOUT, default 600 s), so a stuck rank in
+        any group is reported instead of hanging for gloo's default 30 minutes.
         """
         config = config or ParallelConfig()
         world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
@@ -138,31 +141,36 @@ class ParallelContext:
         if world == 1:
             return ctx
         tp, pp = config.tp, config.pp
+        timeout = datetime.timedelta(seconds=timeout_s or float(os.environ.get("MEGAZOO_DIST_TIMEOUT", "600")))
+
+        def new_group(ranks):
+            return dist.new_group(ranks, timeout=timeout)
+
         for p in range(pp):  # tp groups: consecutive ranks
             for d in range(dp):
                 ranks = [ctx.rank_of(t, d, p) for t in range(tp)]
-                group = dist.new_group(ranks)
+                group = new_group(ranks)
                 if rank in ranks:
                     ctx.tp_group, ctx.tp_ranks = group, tuple(ranks)
         for p in range(pp):  # dp groups
             for t in range(tp):
                 ranks = [ctx.rank_of(t, d, p) for d in range(dp)]
-                group = dist.new_group(ranks)
+                group = new_group(ranks)
                 if rank in ranks:
                     ctx.dp_group, ctx.dp_ranks = group, tuple(ranks)
         for d in range(dp):  # pp groups, and the embedding group of each pipeline
             for t in range(tp):
                 ranks = [ctx.rank_of(t, d, p) for p in range(pp)]
-                group = dist.new_group(ranks)
+                group = new_group(ranks)
                 emb_ranks = sorted({ranks[0], ranks[-1]})
-                emb_group = dist.new_group(emb_ranks)
+                emb_group = new_group(emb_ranks)
                 if rank in ranks:
                     ctx.pp_group, ctx.pp_ranks = group, tuple(ranks)
                 if rank in emb_ranks:
                     ctx.embedding_group = emb_group
         for d in range(dp):  # model-parallel groups: one full replica
             ranks = [ctx.rank_of(t, d, p) for p in range(pp) for t in range(tp)]
-            group = dist.new_group(sorted(ranks))
+            group = new_group(sorted(ranks))
             if rank in ranks:
                 ctx.mp_group = group
         return ctx

@@ -26,7 +26,8 @@ def free_port() -> int:
 
 def _worker(rank, world_size, port, fn, args, results, threads, dist_timeout):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                      WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
+                      WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size),
+                      MEGAZOO_DIST_TIMEOUT=str(dist_timeout))
     try:
         import torch
         import torch.distributed as dist

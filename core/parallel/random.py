@@ -5,7 +5,8 @@ Two streams per rank, both seeded from the run seed:
     on replicated activations (the residual stream without sequence parallelism);
   - "tensor-parallel": different on every tp rank, for dropout on sharded activations (attention
     probabilities of this rank's heads, and the residual stream when it is sequence-parallel).
-As in Megatron-LM, pipeline stages also get distinct streams. Dropout takes its generator
+As in Megatron-LM, pipeline stages also get distinct streams (`stage`: any id unique per stage or
+virtual stage; the models use their first layer's index). Dropout takes its generator
 explicitly, so nothing depends on the global RNG and activation recomputation can replay a mask
 exactly by restoring the tracker's states.
 """
@@ -20,9 +21,9 @@ TP_OFFSET = 2718  # Megatron's offset between the default and the tensor-paralle
 class RNGTracker:
     """Named generators on one device; `states()` / `set_states()` snapshot and restore them."""
 
-    def __init__(self, seed: int, tp_rank: int = 0, pp_rank: int = 0, device: torch.device | str = "cpu"):
+    def __init__(self, seed: int, tp_rank: int = 0, stage: int = 0, device: torch.device | str = "cpu"):
         self.device = torch.device(device)
-        base = seed + 100 * pp_rank
+        base = seed + 100 * stage
         self.generators = {
             "default": self._make(base),
             "tensor-parallel": self._make(base + TP_OFFSET + tp_rank),

@@ -66,7 +66,9 @@ class GPTModel(nn.Module):
         """Layout-independent init (this rank's slice of the TP=1 model) and the RNG streams."""
         initialize(self, seed, self.ctx.tp, self.ctx.tp_rank)
         device = next(self.parameters()).device
-        self.rng = RNGTracker(seed, self.ctx.tp_rank, self.ctx.pp_rank, "cpu" if device.type == "meta" else device)
+        # streams are per (virtual) stage: keyed by the chunk's first layer, so the chunks that one
+        # rank holds under interleaving do not share dropout masks
+        self.rng = RNGTracker(seed, self.ctx.tp_rank, self.layer_range[0], "cpu" if device.type == "meta" else device)
         return self
 
     def _rope(self, positions: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor]:
