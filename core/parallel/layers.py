@@ -58,7 +58,7 @@ class ColumnParallelLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.ctx.sp:
             x = C.gather_from_sequence(x, self.ctx.tp_group, grad_is_partial=True)
-        else:
+        elif group_size(self.ctx.tp_group) > 1:  # an identity op on one rank: skip its autograd node
             x = C.copy_to_region(x, self.ctx.tp_group)
         y = F.linear(x, self.get_weight(), self.bias)
         if self.gather_output:
