@@ -8,6 +8,7 @@ backend registered, and `simple_evaluate(model="megazoo", ...)` works after impo
 
 from __future__ import annotations
 
+import lm_eval.models  # noqa: F401  (fill lm-eval's own registry first: it only loads itself when empty)
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 

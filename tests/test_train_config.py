@@ -95,3 +95,22 @@ def test_cli_rejects_bad_config_before_starting_ranks(tmp_path):
     assert time.time() - t < 60
     out = _megazoo("gpt-tiny", "--set", "train.stesp=2", cwd=tmp_path)
     assert out.returncode == 2 and "did you mean `train.steps`?" in out.stderr
+
+
+def test_numeric_strings_become_floats(tmp_path):
+    """YAML 1.1 reads 1e-5 (no dot) as a string; float fields take it as the number, from --set
+    and from a recipe file, and a real wrong type is still named."""
+    cfg = RunConfig.load("gpt-tiny", ["train.lr=1e-5", "train.min_lr=1e-6", "train.eps=1E-8", "precision.min_scale=1"])
+    assert (cfg.train.lr, cfg.train.min_lr, cfg.train.eps) == (1e-5, 1e-6, 1e-8)
+    assert type(cfg.train.lr) is float and type(cfg.precision.min_scale) is float
+    cfg.validate(1)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("model: {arch: gpt}\ntrain:\n  lr: 1e-5\n  min_lr: 1e-6\n  steps: 1e1\n")
+    cfg = RunConfig.load(str(recipe))
+    assert (cfg.train.lr, cfg.train.min_lr, cfg.train.steps) == (1e-5, 1e-6, 10) and type(cfg.train.steps) is int
+    for override, message in (("train.lr=abc", "--set: train.lr must be float, got 'abc' (str)"),
+                              ("train.lr=nan", "--set: train.lr must be float, got 'nan' (str)"),
+                              ("train.steps=1e-5", "--set: train.steps must be int, got '1e-5' (str)")):
+        with pytest.raises(ConfigError) as e:
+            RunConfig.load("gpt-tiny", [override])
+        assert str(e.value) == message

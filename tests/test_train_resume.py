@@ -4,6 +4,8 @@ resumed into the same run directory continues exactly as if it had never stopped
 import pytest
 import torch
 
+from megazoo.core.checkpoint import CheckpointError
+
 from megazoo.core.train import Trainer
 from tests.train_cases import metrics, one_thread, run_cases, tiny
 
@@ -19,14 +21,14 @@ def test_resume_continues_bit_for_bit(tmp_path, dtype):
             first.train_step(first.train_data.step(first.consumed_samples))
         first.save()
         first.close()
-        assert (run / "checkpoints" / "latest").read_text() == "step_00000006"
+        assert (run / "checkpoints" / "latest").read_text().strip() == "iter_0000006"
     resumed = run_cases({"b": tiny(run, *extra, "checkpoint.save=true", "checkpoint.resume=auto")})["b"]
     assert resumed["losses"] == straight["losses"]
     for name, p in straight["params"].items():
         assert torch.equal(resumed["params"][name], p), name
     # the resumed run appended its steps 7..10 to the run directory's metrics.jsonl
     assert [r["step"] for r in metrics(run) if r.get("split") != "valid"] == [7, 8, 9, 10]
-    assert sorted(p.name for p in (run / "checkpoints").glob("step_*")) == ["step_00000006", "step_00000010"]
+    assert sorted(p.name for p in (run / "checkpoints").glob("iter_*")) == ["iter_0000006", "iter_0000010"]
 
 
 def test_resume_refuses_another_model(tmp_path):
@@ -34,5 +36,5 @@ def test_resume_refuses_another_model(tmp_path):
         t = Trainer(tiny(tmp_path, "checkpoint.save=true"))
         t.save()
         t.close()
-        with pytest.raises(ValueError, match=r"checkpoint is of another model \(differs in .*model.hidden_size"):
+        with pytest.raises(CheckpointError, match=r"saved for another model: model.hidden_size=.*set model.hidden_size"):
             Trainer(tiny(tmp_path, "checkpoint.resume=auto", "model.hidden_size=32"))

@@ -1,66 +1,180 @@
-"""The trainer's checkpoint hooks: a minimal implementation (one file per rank, atomic rename, a
-`latest` pointer, keep the last N) that megazoo.core.checkpoint will replace with sharded,
-resharding saves. The trainer only calls `save_checkpoint` and `load_checkpoint`.
+"""The trainer's checkpoints, through megazoo.core.checkpoint (sharded, atomic, layout-independent).
 
-Layout: <dir>/step_<N:08d>/rank_<r:05d>.pt and <dir>/latest (text: the step folder's name).
+Each rank describes what it holds as a checkpoint state (see megazoo.core.checkpoint.spec):
+
+    model/<name>                 the rank's tp slice of every parameter (vocabulary padding dropped)
+    optimizer/exp_avg/<name>     Adam moments of the part of <name> this rank updates: the whole
+    optimizer/exp_avg_sq/<name>  local parameter, or its ZeRO-1 range of the flattened parameter
+    optimizer/main/<name>        fp32 main weights (bf16/fp16 runs only; fp32 runs update the model)
+    optimizer/step, scheduler, scaler, step, consumed_samples, skipped, losses   plain JSON values
+    rng                          CPU (+CUDA) and per-chunk tracker generator states, per rank
+
+Every stored tensor is in its global (TP=1, real vocabulary) shape under the model's global
+parameter names, so a checkpoint saved at any (tp, pp, dp, vpp, distributed optimizer) loads at
+any other valid layout; only the RNG streams (per rank by nature) are restored at an unchanged
+layout alone. The checkpoint's meta holds `architecture(arch, model config)` plus the vocabulary
+and tokenizer; loading checks them and names what differs.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
+
+from megazoo.core.checkpoint import (PerRank, Sharded, architecture, flat_param_spec, load_checkpoint,
+                                     model_state, named_parameters, resolve_resume, save_checkpoint)
 
 
-def _barrier(world_size: int) -> None:
-    if world_size > 1:
-        dist.barrier()
+def expected_meta(trainer) -> dict:
+    """What a checkpoint must match to be loaded by this run (also stored in its meta)."""
+    model = trainer.builder.to_dict()
+    return architecture(model.get("arch"), model, vocab_size=trainer.builder.vocab_size,
+                        tokenizer=trainer.cfg.data.tokenizer)
 
 
-def save_checkpoint(state: dict, directory: str | Path, step: int, rank: int, world_size: int, keep: int = 2) -> Path:
-    """Every rank writes its own file; rank 0 then moves `latest` and prunes old steps."""
-    directory = Path(directory)
-    folder = directory / f"step_{step:08d}"
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"rank_{rank:05d}.pt"
-    tmp = target.with_suffix(".pt.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, target)  # atomic: a crash leaves the previous file or the new one, never half
-    _barrier(world_size)
-    if rank == 0:
-        latest_tmp = directory / "latest.tmp"
-        latest_tmp.write_text(folder.name)
-        os.replace(latest_tmp, directory / "latest")
-        steps = sorted(p for p in directory.glob("step_*") if p.is_dir())
-        for old in steps[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
-    _barrier(world_size)
-    return folder
+def checkpoint_meta(trainer) -> dict:
+    """Stored in meta.json. "model" is the whole model config (`expected_meta` compares its
+    architecture fields only), so whole-model readers (load_full_model_state) can rebuild it."""
+    return {**expected_meta(trainer), "model": trainer.builder.to_dict(), "step": trainer.step,
+            "consumed_samples": trainer.consumed_samples,
+            "dtype": trainer.cfg.precision.dtype, "distributed_optimizer": bool(trainer.cfg.optim.distributed),
+            "name": trainer.cfg.name}
 
 
-def find_checkpoint(resume: str, directory: str | Path) -> Path | None:
-    """`auto`: the latest step in `directory` if any; `none`: None; else the given folder."""
-    if resume in (None, "none", "", False):
+def _adam_state(trainer, fragment) -> dict:
+    """The Adam state of a fragment, created as torch creates it lazily (zeros, step 0), so that a
+    state exists to save and to load into before the first step."""
+    adam = trainer.optimizer.adam
+    state = adam.state[fragment.main]
+    if not state:
+        main = fragment.main
+        fused = bool(adam.defaults.get("fused"))
+        state["step"] = torch.tensor(0.0, dtype=torch.float32, device=main.device if fused else "cpu")
+        state["exp_avg"] = torch.zeros_like(main, memory_format=torch.preserve_format)
+        state["exp_avg_sq"] = torch.zeros_like(main, memory_format=torch.preserve_format)
+    return state
+
+
+def training_state(trainer) -> dict:
+    """This rank's whole training state as a checkpoint state (tensors are views: save reads them,
+    load fills them in place)."""
+    ctx, opt = trainer.ctx, trainer.optimizer
+    names = {id(p): name for name, p in named_parameters(trainer.chunks).items()}
+    exp_avg, exp_avg_sq, main = {}, {}, {}
+    steps = set()
+    for f in opt.fragments:
+        name = names[id(f.param)]
+        spec = flat_param_spec(f.param, ctx, f.lo, f.hi)
+        state = _adam_state(trainer, f)
+        steps.add(int(state["step"].item()))
+        exp_avg[name] = Sharded(state["exp_avg"], spec)
+        exp_avg_sq[name] = Sharded(state["exp_avg_sq"], spec)
+        if opt.main_shard is not None:
+            main[name] = Sharded(f.main.detach(), spec)
+    if len(steps) > 1:  # every fragment takes every step together; anything else is a bug
+        raise RuntimeError(f"optimizer fragments disagree on the Adam step count: {sorted(steps)}")
+    optimizer = {"exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq, "step": steps.pop() if steps else 0}
+    if main:
+        optimizer["main"] = main
+    rng = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        rng["cuda"] = torch.cuda.get_rng_state()
+    trackers = {str(i): {k: s.clone() for k, s in m.rng.states().items()}
+                for i, m in enumerate(trainer.chunks) if getattr(m, "rng", None) is not None}
+    if trackers:
+        rng["trackers"] = trackers
+    return {"model": model_state(trainer.chunks, ctx), "optimizer": optimizer,
+            "scheduler": trainer.schedule.state_dict(), "scaler": trainer.scaler.state_dict(),
+            "step": trainer.step, "consumed_samples": trainer.consumed_samples, "skipped": trainer.skipped,
+            "losses": [float(x) for x in trainer.losses], "rng": PerRank(rng)}
+
+
+def _copy_tensors(target, source) -> None:
+    """Copy the tensors of a loaded state into this trainer's (a no-op for the trainer's own views)."""
+    if isinstance(target, dict):
+        for k, v in target.items():
+            if k in source:
+                _copy_tensors(v, source[k])
+        return
+    if isinstance(target, PerRank):
+        return _copy_tensors(target.value, source.value if isinstance(source, PerRank) else source)
+    t = target.tensor if isinstance(target, Sharded) else target
+    s = source.tensor if isinstance(source, Sharded) else source
+    if isinstance(t, torch.Tensor) and isinstance(s, torch.Tensor) and t.data_ptr() != s.data_ptr():
+        with torch.no_grad():
+            t.copy_(s)
+
+
+@torch.no_grad()
+def apply_state(trainer, state: dict, restore_rng: bool = True) -> None:
+    """Make `state` (a loaded `training_state`) the trainer's: tensors, Adam step, low-precision
+    weights from the fp32 main weights, scaler, progress and, when asked, the RNG streams."""
+    _copy_tensors(training_state(trainer), state)
+    opt, buf = trainer.optimizer, trainer.optimizer.buffers
+    step = int(state["optimizer"]["step"])
+    for f in opt.fragments:
+        _adam_state(trainer, f)["step"].fill_(float(step))
+    if opt.main_shard is not None:  # the model computes with the rounded fp32 main weights
+        for b in buf.buckets:
+            a, e = buf.owned_range(b)
+            o = buf.shard_offset(b)
+            buf.param_data[a:e].copy_(opt.main_shard[o:o + (e - a)])
+    buf.all_gather_params()  # ZeRO-1: every rank's slices, as after a step
+    trainer.scaler.load_state_dict(state["scaler"])
+    trainer.schedule.load_state_dict(state["scheduler"])
+    trainer.step, trainer.consumed_samples = int(state["step"]), int(state["consumed_samples"])
+    trainer.skipped, trainer.losses = int(state.get("skipped", 0)), [float(x) for x in state.get("losses", [])]
+    if restore_rng:
+        rng = state["rng"].value if isinstance(state["rng"], PerRank) else state["rng"]
+        torch.set_rng_state(rng["cpu"])
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state(rng["cuda"])
+        for i, m in enumerate(trainer.chunks):
+            saved = rng.get("trackers", {}).get(str(i))
+            if saved is not None and getattr(m, "rng", None) is not None:
+                m.rng.set_states(saved)
+
+
+def save(trainer) -> Path:
+    """Collective: every rank writes its shards of ROOT/iter_<step>; the newest `keep` are kept."""
+    cfg = trainer.cfg
+    return save_checkpoint(cfg.checkpoint_dir(), trainer.step, training_state(trainer), trainer.ctx,
+                           meta=checkpoint_meta(trainer), keep=cfg.checkpoint.keep)
+
+
+def find_checkpoint(resume, directory: str | Path) -> Path | None:
+    """`auto`: the newest complete checkpoint under `directory` (None if none); `none`: None; else
+    the given checkpoint (or the newest one under the given folder)."""
+    if resume in (None, "", False):
         return None
-    if resume == "auto":
-        latest = Path(directory) / "latest"
-        if not latest.is_file():
-            return None
-        return Path(directory) / latest.read_text().strip()
-    path = Path(resume)
-    if (path / "latest").is_file():
-        path = path / (path / "latest").read_text().strip()
-    if not path.is_dir():
-        raise FileNotFoundError(f"checkpoint.resume={resume!r}: no checkpoint folder there")
-    return path
+    return resolve_resume(Path(directory), resume)
 
 
-def load_checkpoint(folder: str | Path, rank: int) -> dict:
-    path = Path(folder) / f"rank_{rank:05d}.pt"
+def load(trainer, path: str | Path) -> dict:
+    """Collective: fill the trainer from the checkpoint at `path` (saved at any layout); returns the
+    checkpoint's info (path, step, meta, layout, per_rank_restored)."""
+    state, info = load_checkpoint(path, training_state(trainer), trainer.ctx, expect=expected_meta(trainer))
+    apply_state(trainer, state, restore_rng=info["per_rank_restored"])
+    return info
+
+
+def trim_metrics(run_dir: Path, step: int) -> None:
+    """Drop the metrics.jsonl lines a killed run logged after the checkpoint it resumes from, so
+    the resumed run appends its steps after `step` exactly once."""
+    import json
+
+    path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: this checkpoint has no file for rank {rank}; it was saved with another "
-                                "world size (resharding arrives with megazoo.core.checkpoint)")
-    return torch.load(path, map_location="cpu", weights_only=False)
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:  # a line cut by the kill
+            continue
+        if isinstance(record, dict) and record.get("step", 0) <= step:
+            kept.append(line)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in kept))
+    tmp.replace(path)

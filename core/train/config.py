@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -273,6 +274,8 @@ def check_type(key: str, value: Any, annotation, where: str = "config") -> Any:
             try:
                 number = float(value)
             except ValueError:
+                continue
+            if not math.isfinite(number):  # "nan", "inf": words, not the number a user meant to type
                 continue
             if opt == "float":
                 return number

@@ -80,8 +80,11 @@ class Trainer:
         resumed_from = None
         folder = checkpointing.find_checkpoint(cfg.checkpoint.resume, cfg.checkpoint_dir())
         if folder is not None:
-            self.load_state_dict(checkpointing.load_checkpoint(folder, ctx.rank))
-            resumed_from = folder
+            info = checkpointing.load(self, folder)
+            resumed_from = info["path"] + ("" if info["per_rank_restored"] else
+                                           f" (saved at layout {info['layout']}; RNG streams start afresh)")
+            if self.is_logger and monitor:  # a killed run may have logged steps after its checkpoint
+                checkpointing.trim_metrics(self.run_dir, self.step)
         self.monitor = Monitor(self.run_dir, t.steps, self.step, cfg.log.progress, cfg.log.tensorboard,
                                enabled=monitor and self.is_logger)
         if self.is_logger and monitor:
@@ -233,48 +236,19 @@ class Trainer:
 
     # checkpoints ------------------------------------------------------------------------------------
     def save(self) -> Path:
-        return checkpointing.save_checkpoint(self.state_dict(), self.cfg.checkpoint_dir(), self.step, self.ctx.rank,
-                                             self.ctx.world_size, self.cfg.checkpoint.keep)
+        """Collective: write this step's checkpoint (each rank its shards) under checkpoint_dir()."""
+        return checkpointing.save(self)
 
     def state_dict(self) -> dict:
-        """The whole training state of this rank (model chunks, optimizer with its shard, schedule,
-        scaler, RNG streams, progress), enough to continue bit-for-bit."""
-        c = self.ctx
-        return {"step": self.step, "consumed_samples": self.consumed_samples, "skipped": self.skipped,
-                "losses": list(self.losses),
-                "model": [m.state_dict() for m in self.chunks],
-                "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.schedule.state_dict(),
-                "scaler": self.scaler.state_dict(),
-                "rng": [m.rng.states() if m.rng is not None else None for m in self.chunks],
-                "torch_rng": torch.get_rng_state(),
-                "model_config": self.builder.to_dict(),
-                "layout": {"tp": c.tp, "pp": c.pp, "dp": c.dp, "vpp": c.vpp, "sp": c.sp, "rank": c.rank,
-                           "distributed_optimizer": self.cfg.optim.distributed, "dtype": self.cfg.precision.dtype}}
+        """The whole training state of this rank as a megazoo.core.checkpoint state (model and
+        optimizer as Sharded views of their global tensors, schedule, scaler, RNG streams, progress):
+        enough to continue bit-for-bit, at this or any other layout."""
+        return checkpointing.training_state(self)
 
-    def load_state_dict(self, state: dict) -> None:
-        if state["model_config"] != self.builder.to_dict():
-            diff = sorted(k for k in set(state["model_config"]) | set(self.builder.to_dict())
-                          if state["model_config"].get(k) != self.builder.to_dict().get(k))
-            raise ValueError(f"checkpoint is of another model (differs in {', '.join('model.' + k for k in diff)}); "
-                             "use a checkpoint of this architecture or set checkpoint.resume=none")
-        c = self.ctx
-        mine = {"tp": c.tp, "pp": c.pp, "dp": c.dp, "vpp": c.vpp, "sp": c.sp, "rank": c.rank,
-                "distributed_optimizer": self.cfg.optim.distributed, "dtype": self.cfg.precision.dtype}
-        if state["layout"] != mine:
-            raise ValueError(f"checkpoint layout {state['layout']} differs from this run's {mine}; resume with the same "
-                             "layout (resharding arrives with megazoo.core.checkpoint)")
-        with torch.no_grad():
-            for m, s in zip(self.chunks, state["model"]):
-                m.load_state_dict(s)
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scaler.load_state_dict(state["scaler"])
-        for m, s in zip(self.chunks, state["rng"]):
-            if s is not None and m.rng is not None:
-                m.rng.set_states(s)
-        torch.set_rng_state(state["torch_rng"])
-        self.step, self.consumed_samples = state["step"], state["consumed_samples"]
-        self.skipped, self.losses = state.get("skipped", 0), list(state.get("losses", []))
+    def load_state_dict(self, state: dict, restore_rng: bool = True) -> None:
+        """Take a state of `state_dict()`'s form (e.g. returned by megazoo.core.checkpoint.load_checkpoint
+        with this trainer's state_dict() as template); `restore_rng` only at an unchanged layout."""
+        checkpointing.apply_state(self, state, restore_rng)
 
     def close(self) -> None:
         self.optimizer.buffers.remove_hooks()
