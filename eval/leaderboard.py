@@ -61,11 +61,12 @@ def load_suite(path) -> dict:
 
 def _load_model(entry: dict):
     if "hf" in entry:
+        import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from megazoo.eval.lm import HFCausalLM
 
-        model = AutoModelForCausalLM.from_pretrained(entry["hf"], torch_dtype="float32")
+        model = AutoModelForCausalLM.from_pretrained(entry["hf"], dtype=torch.float32)
         return HFCausalLM(model, AutoTokenizer.from_pretrained(entry["hf"]), max_length=entry.get("max_length"))
     from megazoo.eval.loading import load_lm
 

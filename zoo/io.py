@@ -1,10 +1,13 @@
-"""A minimal megazoo model checkpoint for import/export (until core/checkpoint's format lands):
+"""Whole-model checkpoints for import/export and scoring.
+
+`save_model` writes the model format of `megazoo import-hf`:
 
     DIR/model.yaml         arch, config (a dict), format version, optional notes (source, parallel layout)
     DIR/model.safetensors  the FULL unsharded state dict (megazoo names)
     DIR/tokenizer/         optional tokenizer files
 
-`save_model` and `load_model` are the only entry points, so they can be redirected later.
+`load_model` reads that format and also training checkpoints of megazoo.core.checkpoint (a run's
+`checkpoints/` folder or one `iter_*` in it), which store the same full tensors sharded.
 """
 
 from __future__ import annotations
@@ -54,10 +57,31 @@ def read_meta(dir) -> dict:
     return meta
 
 
+def _training_checkpoint(dir) -> tuple[dict, dict[str, torch.Tensor]] | None:
+    """(meta, full state) of a megazoo.core.checkpoint checkpoint, or None if `dir` is not one."""
+    path = Path(dir)
+    if not path.is_dir() or not ((path / "meta.json").exists() or (path / "latest").exists()
+                                 or any(path.glob("iter_*"))):
+        return None
+    from megazoo.core.checkpoint import load_full_model_state
+
+    info, state = load_full_model_state(path)
+    meta = dict(info.get("meta") or {})
+    if "arch" not in meta or not isinstance(meta.get("model"), dict):
+        raise CheckpointError(f"{path}: the training checkpoint records no architecture and model config")
+    return meta, state
+
+
 def load_model(dir) -> tuple[str, dict, dict[str, torch.Tensor]]:
-    """(arch, config dict, full state dict)."""
+    """(arch, config dict, full state dict) of an import-hf checkpoint or a training checkpoint."""
     from safetensors.torch import load_file
 
+    if not (Path(dir) / "model.yaml").exists():
+        found = _training_checkpoint(dir)
+        if found is not None:
+            meta, state = found
+            model = {k: v for k, v in meta["model"].items() if k != "arch"}  # the recipe's model section
+            return meta["arch"], model, state
     meta = read_meta(dir)
     weights = Path(dir) / "model.safetensors"
     if not weights.exists():
@@ -66,5 +90,25 @@ def load_model(dir) -> tuple[str, dict, dict[str, torch.Tensor]]:
 
 
 def tokenizer_dir(dir) -> Path | None:
+    """The tokenizer files of a checkpoint: its tokenizer/ folder, or for a training checkpoint the
+    folder of the tokenizer it was trained with (`gpt2` or `hf:DIR`)."""
     path = Path(dir) / "tokenizer"
-    return path if path.is_dir() and any(path.iterdir()) else None
+    if path.is_dir() and any(path.iterdir()):
+        return path
+    if (Path(dir) / "model.yaml").exists():
+        return None
+    from megazoo.core.checkpoint import open_checkpoint
+
+    try:
+        _, meta = open_checkpoint(dir)
+    except Exception:
+        return None
+    meta = meta.get("meta") or {}
+    kind = meta.get("tokenizer") or (meta.get("data") or {}).get("tokenizer")
+    if kind == "gpt2":
+        from megazoo.core.data.tokenizers import _gpt2_dir
+
+        return _gpt2_dir()
+    if isinstance(kind, str) and kind.startswith("hf:"):
+        return Path(kind[3:])
+    return None
