@@ -61,7 +61,8 @@ def export_and_check(run_dir: Path, checkpoint_root: Path) -> dict:
         ours = model(input_ids=ids)
         theirs = hf(input_ids=ids).logits
     max_diff = (ours - theirs).abs().max().item()
-    out = hf.generate(ids, max_new_tokens=24, do_sample=False, pad_token_id=tok.eos_token_id)
+    out = hf.generate(ids, max_new_tokens=24, do_sample=False, repetition_penalty=1.3, no_repeat_ngram_size=3,
+                      pad_token_id=tok.eos_token_id)
     text = tok.decode(out[0, ids.shape[1]:])
     return {"hf_dir": str(hf_dir), "logits_max_abs_diff": max_diff, "sample": PROMPT + text}
 
@@ -85,7 +86,7 @@ def write_summary(run_dir: Path, cfg, result: dict, check: dict, wall: float) ->
         f"- held-out: loss {valid[-1]['loss']:.3f}, perplexity {valid[-1]['ppl']:.1f}" if valid else "- held-out: n/a",
         f"- Hugging Face export: {check['hf_dir']} (transformers logits differ from megazoo's by at most "
         f"{check['logits_max_abs_diff']:.2e})",
-        f"- sample (greedy, through transformers): {check['sample']!r}",
+        f"- sample (greedy with a repetition penalty, through transformers): {check['sample']!r}",
         f"- wall time: {wall:.0f} s",
         "",
         "Files: config.yaml (resolved recipe), metrics.jsonl, loss.png, checkpoints/, hf/.",
@@ -112,12 +113,9 @@ def run(args) -> int:
     nproc = cfg.parallel.tp * cfg.parallel.pp
     print(f"megazoo quickstart: pretraining a small GPT at tp={cfg.parallel.tp} x pp={cfg.parallel.pp} "
           f"on {nproc} local ranks; run directory {run_dir}", flush=True)
-    try:
-        code = launch(cfg, nproc)
-    except KeyboardInterrupt:
-        print(f"\nmegazoo quickstart: interrupted; every rank was stopped. The partial run is in {run_dir}",
-              file=sys.stderr)
-        return 130
+    code = launch(cfg, nproc)  # Ctrl-C: the launcher stops every rank and says where the run is
+    if code == 130:
+        return code
     if code:
         print(f"megazoo quickstart: training failed; see the messages above and {run_dir}", file=sys.stderr)
         return code

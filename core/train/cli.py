@@ -81,6 +81,7 @@ def launch(cfg, nproc: int) -> int:
     """Start `nproc` local ranks with torch.distributed's elastic launcher and train in each."""
     import uuid
 
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -94,4 +95,9 @@ def launch(cfg, nproc: int) -> int:
     except ChildFailedError as e:
         print(f"megazoo train: error: {len(e.failures)} rank(s) failed (messages above)", file=sys.stderr)
         return 1
+    except (KeyboardInterrupt, SignalException):
+        # the launcher has already stopped every rank (SIGINT, then SIGKILL after its grace period)
+        print(f"\nmegazoo train: interrupted; all {nproc} ranks stopped. The partial run is in {cfg.run_dir()} "
+              f"(its last complete checkpoint, if any, resumes with checkpoint.resume=auto)", file=sys.stderr)
+        return 130
     return 0
