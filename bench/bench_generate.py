@@ -17,6 +17,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from results import write_section  # bench/results.py
 
 SECTION = "## Generation speed (bench/bench_generate.py)"
 PROMPTS = ["<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n",
@@ -112,16 +113,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write_results:
-        results = Path(__file__).with_name("RESULTS.md")
-        current = results.read_text(encoding="utf-8") if results.exists() else "# Benchmark results\n"
-        if SECTION in current:
-            head, rest = current.split(SECTION, 1)
-            nxt = rest.find("\n## ")
-            tail = rest[nxt + 1:] if nxt >= 0 else ""
-            current = head + text + ("\n" + tail if tail else "")
-        else:
-            current = current.rstrip("\n") + "\n\n" + text
-        results.write_text(current, encoding="utf-8")
+        write_section(SECTION, text)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import time
 
 import torch
 from torch import nn
+from results import write_section as write_results_section  # bench/results.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 T_F = 0.02  # seconds of forward work per micro-batch and stage (backward: twice that)
@@ -184,16 +185,7 @@ theory exactly when sends never wait; overlapping sends with compute (Megatron-L
 overlap_p2p_comm) is the known fix and is not done yet. The computed GPT column shares two cores
 with other jobs and is noisy: read it for the order of magnitude only.
 """
-    path = os.path.join(ROOT, "bench", "RESULTS.md")
-    text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-    if SECTION in text:
-        start = text.index(SECTION)
-        nxt = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + body + (text[nxt + 1:] if nxt != -1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + body
-    with open(path, "w") as f:
-        f.write(text)
+    write_results_section(SECTION, body)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from megazoo.core.plan import Layout, search
 from megazoo.core.plan.hardware import DEFAULT_EFFICIENCY, GPUS
 from megazoo.core.plan.validation import validation_table
 from megazoo.zoo.cards import card_shape, load_card
+from results import write_section as write_results_section  # bench/results.py
 
 HEADING = "## Planner validation (bench/bench_plan.py)"
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -87,14 +88,7 @@ def section(table, sens, ranked, dry, seconds) -> str:
 
 
 def write_section(text: str) -> None:
-    doc = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    if HEADING in doc:
-        start = doc.index(HEADING)
-        nxt = doc.find("\n## ", start + len(HEADING))
-        doc = doc[:start] + text + (doc[nxt + 1:] if nxt >= 0 else "")
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    RESULTS.write_text(doc)
+    write_results_section(HEADING, text, RESULTS)
 
 
 def main() -> None:

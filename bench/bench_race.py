@@ -25,6 +25,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from results import write_section as write_results_section  # bench/results.py
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -48,15 +49,7 @@ def minilm_dir() -> Path:
 
 
 def write_section(text: str) -> None:
-    path = ROOT / "RESULTS.md"
-    body = path.read_text() if path.exists() else "# Benchmark results\n"
-    if SECTION in body:
-        start = body.index(SECTION)
-        nxt = body.find("\n## ", start + len(SECTION))
-        body = body[:start] + text + (body[nxt + 1:] if nxt != -1 else "")
-    else:
-        body = body.rstrip("\n") + "\n\n" + text
-    path.write_text(body.rstrip("\n") + "\n")
+    write_results_section(SECTION, text, ROOT / "RESULTS.md")
 
 
 def plot(metrics: list[dict], out: Path, test_acc: float) -> None:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import torch
+from results import write_section as write_results_section  # bench/results.py
 
 os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")  # the trainer's own peak is not used here
 
@@ -225,16 +226,7 @@ SECTION = "## Training throughput (bench/bench_train.py)"
 
 
 def write_section(body: str) -> None:
-    path = Path(__file__).with_name("RESULTS.md")
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    if SECTION in old:
-        head, rest = old.split(SECTION, 1)
-        nxt = rest.find("\n## ")
-        tail = rest[nxt:] if nxt >= 0 else ""
-        new = head + SECTION + "\n\n" + body + "\n" + tail
-    else:
-        new = old.rstrip("\n") + "\n\n" + SECTION + "\n\n" + body + "\n"
-    path.write_text(new)
+    write_results_section(SECTION, SECTION + "\n\n" + body)
 
 
 if __name__ == "__main__":
