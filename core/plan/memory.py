@@ -11,8 +11,9 @@ GQA, SwiGLU, f != 4h, no-dropout and fused (flash) attention follow from the sam
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
-from megazoo.core.plan.params import padded_vocab, stage_layers, stage_params
+from megazoo.core.plan.params import padded_vocab, stage_layers, stage_params, stage_shapes
 from megazoo.core.plan.shapes import Layout, ModelShape
 
 GIB = float(2**30)
@@ -37,14 +38,66 @@ class StageMemory:
 
 
 def state_bytes(params: int, precision: str, distributed_optimizer: bool, dp: int) -> tuple[int, int, int]:
-    """(weights, grads, optimizer states) bytes: bf16/fp16 params with fp32 grads, fp32 main params
-    and Adam m, v (18 bytes, or 6 + 12/d sharded); fp32: 4 + 4 + 8 (or 8 + 8/d)."""
+    """(weights, grads, optimizer states) bytes per DESIGN.md section 5: bf16/fp16 params with fp32
+    grads, fp32 main params and Adam m, v (18 bytes, or 6 + 12/d sharded); fp32: 4 + 4 + 8 (or 8 + 8/d).
+    The textbook count; stage_memory uses megazoo_state_bytes, which adds what megazoo really holds
+    besides (bucket padding, the distributed optimizer's reduced-gradient shard of 4/d bytes)."""
     if precision == "fp32":
         weights, grads, opt_per = 4 * params, 4 * params, 8
     else:
         weights, grads, opt_per = 2 * params, 4 * params, 12
     shard = -(-params // dp) if distributed_optimizer else params
     return weights, grads, opt_per * shard
+
+
+def grad_buckets(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[int, int]]:
+    """(elements, padded elements) of each gradient bucket of pipeline rank `stage`, laid out as
+    megazoo's GradBuffers does (core/optim/buffers.py): parameters in reverse model order, the tied
+    embedding copies (pp > 1) in a separate last bucket, a bucket closed once it holds at least
+    `layout.bucket_size` elements and padded to a multiple of the shard count (dp with the distributed
+    optimizer, else 1). The order within the model follows stage_shapes, except that GPT's learned
+    positions come before the word embedding, as in the real module."""
+    shapes = stage_shapes(shape, layout, stage)
+    late: list[tuple[int, ...]] = []
+    if shape.tie_embeddings and layout.pp > 1 and shape.arch in ("gpt", "llama", "bert"):
+        if stage == 0:
+            late.append(shapes.pop(0))  # the word embedding
+        if stage == layout.pp - 1:
+            late.append(shapes.pop())  # the last stage's copy of it (the output layer)
+    if stage == 0 and shape.arch in ("gpt", "llama") and shape.position == "learned" and not late and shapes:
+        shapes[0], shapes[1] = shapes[1], shapes[0]  # pos_embed is registered before embed.weight
+    shards = layout.dp if layout.distributed_optimizer else 1
+    out: list[tuple[int, int]] = []
+    for group in (list(reversed(shapes)), list(reversed(late))):
+        used = 0
+        for i, s in enumerate(group):
+            used += prod(s)
+            if used >= layout.bucket_size or i == len(group) - 1:
+                out.append((used, -(-used // shards) * shards))
+                used = 0
+    return out
+
+
+def megazoo_state_bytes(shape: ModelShape, layout: Layout, stage: int, dp_rank: int = 0) -> tuple[int, int, int]:
+    """(weights, grads, optimizer states) bytes of one GPU as megazoo really holds them, exactly:
+    the flat parameter buffer and the fp32 main-grad buffer span the padded buckets; with the
+    distributed optimizer (dp > 1) a separate fp32 shard receives the reduce-scattered gradients
+    (numel / dp); bf16/fp16 models keep fp32 main parameters for the owned (padded) shard, fp32 models
+    update their own parameters; Adam's m and v (fp32) cover only the real elements this rank owns
+    (the padding at a bucket's end falls in the last dp ranks' slices, so rank 0 holds the most)."""
+    buckets = grad_buckets(shape, layout, stage)
+    shards = layout.dp if layout.distributed_optimizer else 1
+    rank = dp_rank if shards > 1 else 0
+    numel = sum(padded for _, padded in buckets)
+    owned = 0
+    for used, padded in buckets:
+        size = padded // shards
+        owned += max(0, min(used, (rank + 1) * size) - rank * size)
+    e = 4 if layout.precision == "fp32" else 2
+    weights = e * numel
+    grads = 4 * numel + (4 * numel // shards if shards > 1 else 0)
+    main = 0 if layout.precision == "fp32" else 4 * numel // shards
+    return weights, grads, main + 8 * owned
 
 
 def layer_activation_bytes(shape: ModelShape, layout: Layout, recompute: str | None = None) -> float:
@@ -83,9 +136,12 @@ def inflight_chunks(layout: Layout, stage: int) -> int:
     return min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v)
 
 
-def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: float) -> StageMemory:
+def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: float,
+                 dp_rank: int = 0) -> StageMemory:
+    """Memory of one GPU of pipeline rank `stage` (data-parallel rank `dp_rank`; rank 0 holds the most).
+    Weights, gradients and optimizer states are megazoo's real layout (megazoo_state_bytes)."""
     params = stage_params(shape, layout, stage)
-    weights, grads, optimizer = state_bytes(params, layout.precision, layout.distributed_optimizer, layout.dp)
+    weights, grads, optimizer = megazoo_state_bytes(shape, layout, stage, dp_rank)
     s = layout.seq_length or shape.seq_length
     b, h, t = layout.micro_batch, shape.hidden_size, layout.tp
     sp_div = t if layout.sequence_parallel else 1

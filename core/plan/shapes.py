@@ -102,6 +102,7 @@ class Layout:
     # software features of the training stack (facts about the run, not tuning knobs)
     flash_attention: bool = True  # fused attention: no s x s scores stored, causal half computed
     overlap_grad_reduce: bool = False
+    bucket_size: int = 10_000_000  # elements per gradient bucket (megazoo's optim.bucket_size)
     overlap_param_gather: bool = False
     tp_comm_overlap: bool = False
     scatter_gather: bool = True  # pp sends 1/tp of the activation over the network (Narayanan 2021)
