@@ -85,3 +85,25 @@ def test_two_ranks_match_big_batch(reference, tmp_path):
         assert all(abs(a - b) <= TOL for a, b in zip(losses, reference["losses"])), name
         norms = grad_norms(tmp_path / name)  # global norm across tp/dp shards, replicated params once
         assert all(abs(a - b) <= TOL for a, b in zip(norms, reference["grad_norms"])), (name, norms)
+
+
+def _four_rank_cases(root: str) -> dict:
+    return run_cases({
+        "pp2 x dp2, distributed optimizer, full recompute": tiny(f"{root}/pp2-dp2-zero", "parallel.pp=2",
+                                                                  "optim.distributed=true", "recompute=full"),
+        "tp2 x pp2 + sp": tiny(f"{root}/tp2-pp2-sp", "parallel.tp=2", "parallel.pp=2", "parallel.sp=true"),
+    })
+
+
+def test_pipeline_composes_with_zero_dp_tp_sp_and_recompute(reference, tmp_path):
+    """3D parallelism through the real trainer: PP with the distributed optimizer over DP and full
+    recompute, and PP with TP + SP, each equal to the single-process big batch."""
+    results = spawn(_four_rank_cases, 4, str(tmp_path), timeout=400)
+    for rank, per_rank in enumerate(results):
+        for name, result in per_rank.items():
+            assert_same_run(result, reference, f"{name} (rank {rank})", stage_only=True)
+    for name in ("pp2-dp2-zero", "tp2-pp2-sp"):
+        losses = train_losses(tmp_path / name)
+        assert all(abs(a - b) <= TOL for a, b in zip(losses, reference["losses"])), name
+        norms = grad_norms(tmp_path / name)
+        assert all(abs(a - b) <= TOL for a, b in zip(norms, reference["grad_norms"])), (name, norms)
