@@ -51,14 +51,19 @@ class TokenizerAdapter:
 
 
 class MegazooLM:
-    """A megazoo decoder (one stage holding the whole model, any tensor-parallel degree)."""
+    """A megazoo decoder at any layout: one model (any tensor-parallel degree), or this rank's
+    pipeline chunks (a list). Every rank of the layout runs the same scoring calls; with pipeline
+    parallelism the last stage's log-probabilities are broadcast, so every rank gets the scores."""
 
     def __init__(self, model, tokenizer, max_length: int | None = None, eot_id: int | None = None):
-        self.model = model.eval()
+        self.chunks = [c.eval() for c in model] if isinstance(model, (list, tuple)) else [model.eval()]
+        self.model = self.chunks[0]
+        self.ctx = self.model.ctx
         self.tok = tokenizer if isinstance(tokenizer, TokenizerAdapter) else TokenizerAdapter(tokenizer, eot_id)
         self.eot_id = self.tok.eot_id
-        self.max_length = max_length or model.cfg.seq_length
-        self.device = next(model.parameters()).device
+        self.max_length = max_length or self.model.cfg.seq_length
+        param = next(self.model.parameters())
+        self.device, self.dtype = param.device, param.dtype
 
     def encode(self, text: str) -> list[int]:
         return self.tok.encode(text)
@@ -68,8 +73,23 @@ class MegazooLM:
 
     @torch.no_grad()
     def logprobs(self, input_ids: torch.Tensor) -> torch.Tensor:
-        logits = self.model(input_ids=input_ids.to(self.device))
-        return torch.log_softmax(logits.float(), dim=-1)
+        input_ids = input_ids.to(self.device)
+        if self.ctx.pp == 1:
+            return torch.log_softmax(self.model(input_ids=input_ids).float(), dim=-1)
+        from megazoo.core.parallel.pipeline import broadcast_from_last_stage, forward_backward
+
+        captured = []
+
+        def keep_logprobs(logits, _mb):  # the last stage's "loss": stash the scores, backprop nothing
+            captured.append(torch.log_softmax(logits.float(), dim=-1))
+            return logits.new_zeros(())
+
+        cfg = self.model.cfg
+        forward_backward(self.chunks, [{"input_ids": input_ids, "labels": None}], self.ctx, keep_logprobs,
+                         forward_only=True, hidden_size=cfg.hidden_size, dtype=self.dtype)
+        shape = (*input_ids.shape, cfg.vocab_size)
+        out = captured[0] if captured else torch.zeros(shape, dtype=torch.float32, device=self.device)
+        return broadcast_from_last_stage(out, self.ctx)
 
 
 class HFCausalLM:

@@ -43,6 +43,21 @@ def scores(tp):
     return out
 
 
+def pipeline_scores(tp, pp):
+    """The same scores with the model split into pp stages (and tp slices): every rank gets them."""
+    ctx = ParallelContext.build(ParallelConfig(tp=tp, pp=pp))
+    out = {}
+    for layout in TINY:
+        cfg = TINY[layout]()
+        per_stage = cfg.num_layers // pp
+        start = ctx.pp_rank * per_stage
+        stage = GPTModel(cfg, ctx, pre_process=ctx.is_first_stage, post_process=ctx.is_last_stage,
+                         layers=(start, start + per_stage)).initialize(3)
+        lm = MegazooLM([stage], ByteTokenizer())
+        out[layout] = (loglikelihood(lm, REQUESTS, batch_size=8), loglikelihood_rolling(lm, TEXTS, batch_size=8))
+    return out
+
+
 def test_batch_size_one_equals_batch_size_eight():
     lm = _lm(ParallelContext.single())
     one = loglikelihood(lm, REQUESTS, batch_size=1)
@@ -87,6 +102,16 @@ def test_tp2_equals_tp1():
             assert ga == gb
         for a, b in zip(ref[layout][1], got[layout][1]):
             assert abs(a - b) <= 1e-5 * max(1, abs(a)), (layout, a, b)
+
+
+def test_pipeline_layouts_equal_one_process():
+    ref = scores(1)
+    for rank, got in enumerate(spawn(pipeline_scores, 4, 2, 2, timeout=240)):  # tp=2 x pp=2
+        for layout in TINY:
+            for (a, ga), (b, gb) in zip(ref[layout][0], got[layout][0]):
+                assert abs(a - b) <= 1e-5 * max(1, abs(a)) and ga == gb, (rank, layout, a, b)
+            for a, b in zip(ref[layout][1], got[layout][1]):
+                assert abs(a - b) <= 1e-5 * max(1, abs(a)), (rank, layout, a, b)
 
 
 def test_generate_until_stops_at_the_stop_string():
