@@ -15,6 +15,7 @@ import os
 import pickle
 import queue
 import socket
+import sys
 import traceback
 
 
@@ -101,3 +102,53 @@ def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, 
         rank, tb = errors[0]
         raise RankFailure(f"rank {rank} failed:\n{tb}")
     return [out[r] for r in range(world_size)]
+
+
+# ---- local launches for the command line (torch.distributed's elastic launcher, as torchrun) -----
+
+def setup_rank() -> tuple[int, int]:
+    """In a rank started by a launcher (or a single process): initialise torch.distributed and share
+    the machine's cores between the local ranks. Returns (rank, world_size)."""
+    import torch
+
+    from megazoo.core.parallel.context import init_distributed
+
+    rank, world = init_distributed()
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    if world > 1 and "OMP_NUM_THREADS" not in os.environ:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        torch.set_num_threads(max(1, cores // local))
+    return rank, world
+
+
+def teardown_rank(world: int) -> None:
+    import torch.distributed as dist
+
+    if world > 1 and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def launch_local(entry, payload, nproc: int, prog: str, run_dir=None) -> int:
+    """Run entry(payload) on `nproc` local ranks with torch's elastic launcher. Returns 0, 1 when a
+    rank failed, or 130 after Ctrl-C (the launcher stops every rank; the message says where the
+    partial run is)."""
+    import uuid
+
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=str(uuid.uuid4()),
+                          rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{free_port()}", max_restarts=0,
+                          monitor_interval=0.5)
+    try:
+        elastic_launch(config, entry)(payload)
+    except ChildFailedError as e:
+        print(f"{prog}: error: {len(e.failures)} rank(s) failed (messages above)", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, SignalException):
+        where = f" The partial run is in {run_dir} (its last complete checkpoint, if any, resumes with " \
+                "checkpoint.resume=auto)" if run_dir is not None else ""
+        print(f"\n{prog}: interrupted; all {nproc} ranks stopped.{where}", file=sys.stderr)
+        return 130
+    return 0

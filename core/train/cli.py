@@ -46,18 +46,11 @@ def run(args) -> int:
 
 def _run_here(cfg_dict: dict) -> int:
     """Run in this process: a single process, or one rank started by a launcher."""
-    import torch
-    import torch.distributed as dist
-
-    from megazoo.core.parallel.context import init_distributed
+    from megazoo.core.parallel.launch import setup_rank, teardown_rank
     from megazoo.core.train.config import RunConfig
-    from megazoo.core.train.flops import cpu_count
     from megazoo.core.train.trainer import TrainingStopped, train
 
-    rank, world = init_distributed()
-    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
-    if world > 1 and "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(max(1, cpu_count() // local))
+    rank, world = setup_rank()
     try:
         train(RunConfig.from_dict(cfg_dict))
     except (TrainingStopped, ValueError, FileNotFoundError) as e:
@@ -65,8 +58,7 @@ def _run_here(cfg_dict: dict) -> int:
             print(f"megazoo train: error: {e}", file=sys.stderr)
         return 1
     finally:
-        if world > 1 and dist.is_initialized():
-            dist.destroy_process_group()
+        teardown_rank(world)
     return 0
 
 
@@ -79,25 +71,6 @@ def _rank_entry(cfg_dict: dict) -> int:
 
 def launch(cfg, nproc: int) -> int:
     """Start `nproc` local ranks with torch.distributed's elastic launcher and train in each."""
-    import uuid
+    from megazoo.core.parallel.launch import launch_local
 
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
-    from megazoo.core.parallel.launch import free_port
-
-    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=str(uuid.uuid4()),
-                          rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{free_port()}", max_restarts=0,
-                          monitor_interval=0.5)
-    try:
-        elastic_launch(config, _rank_entry)(cfg.to_dict())
-    except ChildFailedError as e:
-        print(f"megazoo train: error: {len(e.failures)} rank(s) failed (messages above)", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, SignalException):
-        # the launcher has already stopped every rank (SIGINT, then SIGKILL after its grace period)
-        print(f"\nmegazoo train: interrupted; all {nproc} ranks stopped. The partial run is in {cfg.run_dir()} "
-              f"(its last complete checkpoint, if any, resumes with checkpoint.resume=auto)", file=sys.stderr)
-        return 130
-    return 0
+    return launch_local(_rank_entry, cfg.to_dict(), nproc, "megazoo train", cfg.run_dir())

@@ -41,22 +41,15 @@ def run(args) -> int:
         return _error(str(e))
     if under_launcher or nproc == 1:
         return _run_here(cfg.to_dict())
-    return _launch(cfg.to_dict(), nproc)
+    return _launch(cfg.to_dict(), nproc, cfg.run_dir())
 
 
 def _run_here(cfg_dict: dict) -> int:
-    import torch
-    import torch.distributed as dist
-
-    from megazoo.core.parallel.context import init_distributed
-    from megazoo.core.train.flops import cpu_count
+    from megazoo.core.parallel.launch import setup_rank, teardown_rank
     from megazoo.tasks.race.config import RaceConfig
     from megazoo.tasks.race.run import run_finetune
 
-    rank, world = init_distributed()
-    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
-    if world > 1 and "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(max(1, cpu_count() // local))
+    rank, world = setup_rank()
     try:
         summary = run_finetune(RaceConfig.from_dict(cfg_dict))
         if rank == 0:
@@ -67,8 +60,7 @@ def _run_here(cfg_dict: dict) -> int:
             print(f"megazoo task race finetune: error: {e}", file=sys.stderr)
         return 1
     finally:
-        if world > 1 and dist.is_initialized():
-            dist.destroy_process_group()
+        teardown_rank(world)
     return 0
 
 
@@ -79,19 +71,7 @@ def _rank_entry(cfg_dict: dict) -> int:
     return code
 
 
-def _launch(cfg_dict: dict, nproc: int) -> int:
-    import uuid
+def _launch(cfg_dict: dict, nproc: int, run_dir) -> int:
+    from megazoo.core.parallel.launch import launch_local
 
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
-    from megazoo.core.parallel.launch import free_port
-
-    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=str(uuid.uuid4()),
-                          rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{free_port()}", max_restarts=0,
-                          monitor_interval=0.5)
-    try:
-        elastic_launch(config, _rank_entry)(cfg_dict)
-    except ChildFailedError as e:
-        return _error(f"{len(e.failures)} rank(s) failed (messages above)")
-    return 0
+    return launch_local(_rank_entry, cfg_dict, nproc, "megazoo task race finetune", run_dir)
