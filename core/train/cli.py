@@ -13,35 +13,58 @@ import os
 import sys
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("recipe", help="a YAML recipe path, or the name of a shipped recipe (e.g. gpt-tiny)")
+def add_recipe_arguments(parser: argparse.ArgumentParser, recipe_help: str, set_example: str) -> None:
+    """RECIPE, --set and --nproc: the arguments of every recipe-driven command."""
+    parser.add_argument("recipe", help=recipe_help)
     parser.add_argument("--set", dest="overrides", nargs="+", action="append", default=[], metavar="KEY=VALUE",
-                        help="dotted overrides, e.g. --set train.steps=20 parallel.tp=2 (repeatable)")
+                        help=f"dotted overrides, e.g. --set {set_example} (repeatable)")
     parser.add_argument("--nproc", type=int, default=None, help="number of local ranks to start")
 
 
-def _error(msg: str) -> int:
-    print(f"megazoo train: error: {msg}", file=sys.stderr)
-    return 2
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_recipe_arguments(parser, "a YAML recipe path, or the name of a shipped recipe (e.g. gpt-tiny)",
+                         "train.steps=20 parallel.tp=2")
 
 
-def run(args) -> int:
-    from megazoo.core.train.config import ConfigError, RunConfig
+def run_recipe_command(args, prog: str, load, run_here) -> int:
+    """Load and validate the recipe here (so a wrong key or layout fails before any rank starts),
+    then run `run_here(cfg_dict)` in this process (one process, or a rank under torchrun) or on
+    `--nproc` local ranks. `load(recipe, overrides)` returns a config with validate(world),
+    to_dict() and run_dir(); `run_here` must be a module-level function (ranks import it)."""
+    from megazoo.core.parallel.launch import launch_local
+    from megazoo.core.train.config import ConfigError
 
     overrides = [item for group in args.overrides for item in group]
     env_world = int(os.environ.get("WORLD_SIZE", "1"))
     under_launcher = "LOCAL_RANK" in os.environ and env_world > 1
     nproc = args.nproc or 1
     if nproc < 1:
-        return _error(f"--nproc must be >= 1, got {nproc}")
+        print(f"{prog}: error: --nproc must be >= 1, got {nproc}", file=sys.stderr)
+        return 2
     try:
-        cfg = RunConfig.load(args.recipe, overrides)
+        cfg = load(args.recipe, overrides)
         cfg.validate(env_world if under_launcher else nproc)
     except ConfigError as e:
-        return _error(str(e))
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
     if under_launcher or nproc == 1:
-        return _run_here(cfg.to_dict())
-    return launch(cfg, nproc)
+        return run_here(cfg.to_dict())
+    return launch_local(_rank_entry, (run_here, cfg.to_dict()), nproc, prog, cfg.run_dir())
+
+
+def _rank_entry(job) -> int:
+    """One rank of a local launch: run the job, turning a failure code into the rank's exit code."""
+    run_here, cfg_dict = job
+    code = run_here(cfg_dict)
+    if code:
+        raise SystemExit(code)
+    return code
+
+
+def run(args) -> int:
+    from megazoo.core.train.config import RunConfig
+
+    return run_recipe_command(args, "megazoo train", RunConfig.load, _run_here)
 
 
 def _run_here(cfg_dict: dict) -> int:
@@ -62,15 +85,8 @@ def _run_here(cfg_dict: dict) -> int:
     return 0
 
 
-def _rank_entry(cfg_dict: dict) -> int:
-    code = _run_here(cfg_dict)
-    if code:
-        raise SystemExit(code)
-    return code
-
-
 def launch(cfg, nproc: int) -> int:
     """Start `nproc` local ranks with torch.distributed's elastic launcher and train in each."""
     from megazoo.core.parallel.launch import launch_local
 
-    return launch_local(_rank_entry, cfg.to_dict(), nproc, "megazoo train", cfg.run_dir())
+    return launch_local(_rank_entry, (_run_here, cfg.to_dict()), nproc, "megazoo train", cfg.run_dir())

@@ -8,40 +8,20 @@ starts; `--nproc N` then starts N local ranks with torch.distributed's elastic l
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("recipe", help="a YAML recipe path or a shipped recipe name (race)")
-    parser.add_argument("--set", dest="overrides", nargs="+", action="append", default=[], metavar="KEY=VALUE",
-                        help="dotted overrides, e.g. --set train.epochs=1 parallel.tp=2 (repeatable)")
-    parser.add_argument("--nproc", type=int, default=None, help="number of local ranks to start")
+    from megazoo.core.train.cli import add_recipe_arguments
 
-
-def _error(msg: str) -> int:
-    print(f"megazoo task race finetune: error: {msg}", file=sys.stderr)
-    return 2
+    add_recipe_arguments(parser, "a YAML recipe path or a shipped recipe name (race)", "train.epochs=1 parallel.tp=2")
 
 
 def run(args) -> int:
-    from megazoo.core.train.config import ConfigError
+    from megazoo.core.train.cli import run_recipe_command
     from megazoo.tasks.race.config import RaceConfig
 
-    overrides = [item for group in args.overrides for item in group]
-    env_world = int(os.environ.get("WORLD_SIZE", "1"))
-    under_launcher = "LOCAL_RANK" in os.environ and env_world > 1
-    nproc = args.nproc or 1
-    if nproc < 1:
-        return _error(f"--nproc must be >= 1, got {nproc}")
-    try:
-        cfg = RaceConfig.load(args.recipe, overrides)
-        cfg.validate(env_world if under_launcher else nproc)
-    except ConfigError as e:
-        return _error(str(e))
-    if under_launcher or nproc == 1:
-        return _run_here(cfg.to_dict())
-    return _launch(cfg.to_dict(), nproc, cfg.run_dir())
+    return run_recipe_command(args, "megazoo task race finetune", RaceConfig.load, _run_here)
 
 
 def _run_here(cfg_dict: dict) -> int:
@@ -62,16 +42,3 @@ def _run_here(cfg_dict: dict) -> int:
     finally:
         teardown_rank(world)
     return 0
-
-
-def _rank_entry(cfg_dict: dict) -> int:
-    code = _run_here(cfg_dict)
-    if code:
-        raise SystemExit(code)
-    return code
-
-
-def _launch(cfg_dict: dict, nproc: int, run_dir) -> int:
-    from megazoo.core.parallel.launch import launch_local
-
-    return launch_local(_rank_entry, cfg_dict, nproc, "megazoo task race finetune", run_dir)
