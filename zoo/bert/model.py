@@ -15,15 +15,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from megazoo.core.nn.block import TransformerLayer
+from megazoo.core.nn.model import ParallelModel
 from megazoo.core.nn.norm import build_norm
 from megazoo.core.nn.recompute import checkpoint
 from megazoo.core.parallel import collectives as C
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.cross_entropy import vocab_parallel_cross_entropy
 from megazoo.core.parallel.embedding import VocabParallelEmbedding
-from megazoo.core.parallel.init import describe, initialize
+from megazoo.core.parallel.init import describe
 from megazoo.core.parallel.layers import ColumnParallelLinear, replicated_param
-from megazoo.core.parallel.random import RNGTracker, dropout
+from megazoo.core.parallel.random import RNGTracker
 from megazoo.zoo.bert.config import BertConfig
 
 
@@ -54,7 +55,7 @@ class Dense(nn.Module):
         return F.linear(x, self.weight, self.bias)
 
 
-class BertModel(nn.Module):
+class BertModel(ParallelModel):
     def __init__(self, cfg: BertConfig, ctx: ParallelContext | None = None, pre_process: bool = True,
                  post_process: bool = True, layers: tuple[int, int] | None = None, dtype=None, device=None):
         super().__init__()
@@ -96,19 +97,6 @@ class BertModel(nn.Module):
                 self.pooler = Dense(h, h, ctx, std, **kw)
             if cfg.add_binary_head:
                 self.binary_head = Dense(h, 2, ctx, std, **kw)
-
-    def initialize(self, seed: int) -> "BertModel":
-        """Layout-independent init (this rank's slice of the TP=1 model) and the RNG streams."""
-        initialize(self, seed, self.ctx.tp, self.ctx.tp_rank)
-        device = next(self.parameters()).device
-        self.rng = RNGTracker(seed, self.ctx.tp_rank, self.ctx.pp_rank, "cpu" if device.type == "meta" else device)
-        return self
-
-    def _drop(self, x):
-        if not self.training or self.cfg.dropout == 0.0:
-            return x
-        stream = "tensor-parallel" if self.ctx.sp else "default"
-        return dropout(x, self.cfg.dropout, self.rng.get(stream) if self.rng else None)
 
     def _act(self, x):
         return F.gelu(x) if self.cfg.activation == "gelu_exact" else F.gelu(x, approximate="tanh")

@@ -9,11 +9,11 @@ checkpoints) do not depend on the pipeline split. Batch-first at the edges, [s, 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from megazoo.core.nn.attention import KVCache
 from megazoo.core.nn.block import TransformerLayer
+from megazoo.core.nn.model import ParallelModel
 from megazoo.core.nn.norm import build_norm
 from megazoo.core.nn.recompute import checkpoint
 from megazoo.core.nn.rope import rope_tables
@@ -21,13 +21,13 @@ from megazoo.core.parallel import collectives as C
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.cross_entropy import vocab_parallel_cross_entropy
 from megazoo.core.parallel.embedding import VocabParallelEmbedding
-from megazoo.core.parallel.init import describe, initialize
+from megazoo.core.parallel.init import describe
 from megazoo.core.parallel.layers import ColumnParallelLinear
-from megazoo.core.parallel.random import RNGTracker, dropout
+from megazoo.core.parallel.random import RNGTracker
 from megazoo.zoo.gpt.config import GPTConfig
 
 
-class GPTModel(nn.Module):
+class GPTModel(ParallelModel):
     def __init__(self, cfg: GPTConfig, ctx: ParallelContext | None = None, pre_process: bool = True,
                  post_process: bool = True, layers: tuple[int, int] | None = None, dtype=None, device=None):
         super().__init__()
@@ -62,15 +62,6 @@ class GPTModel(nn.Module):
         self._rope_cache: tuple[torch.Tensor, torch.Tensor] | None = None
 
     # --------------------------------------------------------------------------------------------
-    def initialize(self, seed: int) -> "GPTModel":
-        """Layout-independent init (this rank's slice of the TP=1 model) and the RNG streams."""
-        initialize(self, seed, self.ctx.tp, self.ctx.tp_rank)
-        device = next(self.parameters()).device
-        # streams are per (virtual) stage: keyed by the chunk's first layer, so the chunks that one
-        # rank holds under interleaving do not share dropout masks
-        self.rng = RNGTracker(seed, self.ctx.tp_rank, self.layer_range[0], "cpu" if device.type == "meta" else device)
-        return self
-
     def _rope(self, positions: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor]:
         need = int(positions.max()) + 1
         if self._rope_cache is None or self._rope_cache[0].shape[0] < need or self._rope_cache[0].device != device:
@@ -88,12 +79,6 @@ class GPTModel(nn.Module):
             keep = keep & torch.ones(s, t, dtype=torch.bool, device=device).tril(t - s)
         # a fully masked row (left padding) would give NaN; let it attend to itself instead
         return keep | _diag(s, t, device)
-
-    def _drop(self, x):
-        if not self.training or self.cfg.dropout == 0.0:
-            return x
-        stream = "tensor-parallel" if self.ctx.sp else "default"
-        return dropout(x, self.cfg.dropout, self.rng.get(stream) if self.rng else None)
 
     # --------------------------------------------------------------------------------------------
     def embed_tokens(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:

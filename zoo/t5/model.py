@@ -17,12 +17,13 @@ from torch import nn
 from megazoo.core.nn.attention import Attention, KVCache
 from megazoo.core.nn.block import TransformerLayer
 from megazoo.core.nn.mlp import MLP
+from megazoo.core.nn.model import ParallelModel
 from megazoo.core.nn.norm import build_norm
 from megazoo.core.parallel import collectives as C
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.cross_entropy import vocab_parallel_cross_entropy
 from megazoo.core.parallel.embedding import VocabParallelEmbedding
-from megazoo.core.parallel.init import describe, initialize
+from megazoo.core.parallel.init import describe
 from megazoo.core.parallel.layers import ColumnParallelLinear, RowParallelLinear
 from megazoo.core.parallel.random import RNGTracker, dropout
 from megazoo.zoo.t5.config import T5Config
@@ -155,7 +156,7 @@ class Stack(nn.Module):
         self.final_norm = build_norm(cfg.norm, cfg.hidden_size, ctx, cfg.norm_eps, **kw)
 
 
-class T5Model(nn.Module):
+class T5Model(ParallelModel):
     def __init__(self, cfg: T5Config, ctx: ParallelContext | None = None, dtype=None, device=None):
         super().__init__()
         ctx = ctx or ParallelContext.single()
@@ -175,18 +176,6 @@ class T5Model(nn.Module):
         else:
             self.head = ColumnParallelLinear(cfg.hidden_size, padded, ctx, bias=False, init_std=cfg.init_std, **kw)
             describe(self.head.weight, ("normal", cfg.init_std), tp_dim=0, vocab_rows=cfg.vocab_size)
-
-    def initialize(self, seed: int) -> "T5Model":
-        initialize(self, seed, self.ctx.tp, self.ctx.tp_rank)
-        device = next(self.parameters()).device
-        self.rng = RNGTracker(seed, self.ctx.tp_rank, 0, "cpu" if device.type == "meta" else device)
-        return self
-
-    def _drop(self, x):
-        if not self.training or self.cfg.dropout == 0.0:
-            return x
-        stream = "tensor-parallel" if self.ctx.sp else "default"
-        return dropout(x, self.cfg.dropout, self.rng.get(stream) if self.rng else None)
 
     def _embed(self, ids):
         x = self.embed(ids).transpose(0, 1).contiguous()
