@@ -4,7 +4,7 @@ resumed into the same run directory continues exactly as if it had never stopped
 import pytest
 import torch
 
-from megazoo.core.checkpoint import CheckpointError
+from megazoo.core.checkpoint import CheckpointError, load_checkpoint, load_full_model_state
 
 from megazoo.core.train import Trainer
 from tests.train_cases import metrics, one_thread, run_cases, tiny
@@ -38,3 +38,39 @@ def test_resume_refuses_another_model(tmp_path):
         t.close()
         with pytest.raises(CheckpointError, match=r"saved for another model: model.hidden_size=.*set model.hidden_size"):
             Trainer(tiny(tmp_path, "checkpoint.resume=auto", "model.hidden_size=32"))
+
+
+def test_async_saves_equal_sync_saves(tmp_path):
+    """checkpoint.async_save: training goes on while a background thread writes; the losses, the
+    checkpoints kept and every saved tensor (model, Adam moments, schedule) equal the synchronous
+    saves, and the run resumes from them."""
+    extra = ["checkpoint.save=true", "checkpoint.interval=3", "checkpoint.keep=2"]
+    runs = run_cases({"sync": tiny(tmp_path / "sync", *extra),
+                      "async": tiny(tmp_path / "async", *extra, "checkpoint.async_save=true")})
+    assert runs["async"]["losses"] == runs["sync"]["losses"]
+    names = {m: sorted(p.name for p in (tmp_path / m / "checkpoints").glob("iter_*")) for m in runs}
+    assert names["async"] == names["sync"] == ["iter_0000009", "iter_0000010"]
+    assert not list((tmp_path / "async" / "checkpoints").glob("*.tmp"))
+    with one_thread():
+        t = Trainer(tiny(tmp_path / "probe"))
+        try:
+            for step in (9, 10):
+                got = []
+                for m in ("sync", "async"):  # loading fills the template's tensors in place: copy them out
+                    state, _ = load_checkpoint(tmp_path / m / "checkpoints" / f"iter_{step:07d}", t.state_dict(),
+                                               t.ctx)
+                    got.append({"step": state["step"], "scheduler": state["scheduler"],
+                                **{k: {n: v.tensor.clone() for n, v in state["optimizer"][k].items()}
+                                   for k in ("exp_avg", "exp_avg_sq")}})
+                assert got[0]["step"] == got[1]["step"] == step
+                assert got[0]["scheduler"] == got[1]["scheduler"]
+                for kind in ("exp_avg", "exp_avg_sq"):
+                    assert got[0][kind].keys() == got[1][kind].keys()
+                    for name, a in got[0][kind].items():
+                        assert a.abs().sum() > 0, (step, kind, name)  # trained moments, not the zeros
+                        assert torch.equal(a, got[1][kind][name]), (step, kind, name)
+        finally:
+            t.close()
+    _, a = load_full_model_state(tmp_path / "async" / "checkpoints")
+    for name, p in runs["sync"]["params"].items():
+        assert torch.equal(a[name].float(), p), name

@@ -2,8 +2,9 @@
 
 `spawn(fn, world_size, *args)` starts N processes, initialises torch.distributed
 in each, calls fn(*args) and returns the list of per-rank results (picklable values). A rank that
-raises fails the whole call with its traceback; a run that outlives `timeout` is killed and
-reported, so a hang becomes a failure. Each rank uses one torch thread by default, so N ranks fit
+raises fails the whole call with its traceback, together with those of the ranks that fail within
+a few seconds of it (ranks that time out together report in any order); a run that outlives
+`timeout` is killed and reported, so a hang becomes a failure. Each rank uses one torch thread by default, so N ranks fit
 on few cores.
 """
 
@@ -16,7 +17,11 @@ import pickle
 import queue
 import socket
 import sys
+import time
 import traceback
+
+# how long spawn() keeps listening for other ranks' failures after the first one
+FAILURE_GRACE_S = 3.0
 
 
 def free_port() -> int:
@@ -75,21 +80,29 @@ def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, 
     try:
         while len(out) + len(errors) < world_size:
             remaining = (deadline - datetime.datetime.now()).total_seconds()
-            if remaining <= 0:
+            if errors:
+                # after the first failure, wait a moment for the others: ranks that time out
+                # together report in any order, and the root cause may come second
+                remaining = min(remaining, (errors_since + FAILURE_GRACE_S - time.monotonic()))
+                if remaining <= 0:
+                    break
+            elif remaining <= 0:
                 raise RankFailure(f"timed out after {timeout:.0f}s waiting for ranks "
                                   f"{sorted(set(range(world_size)) - set(out))} (a hang, or too slow)")
             try:
                 rank, status, value = results.get(timeout=min(remaining, 1.0))
             except queue.Empty:
-                dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in out]
-                if dead:
+                dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in out
+                        and r not in {e[0] for e in errors}]
+                if dead and not errors:
                     raise RankFailure(f"rank(s) {dead} died with exit codes {[procs[r].exitcode for r in dead]}")
                 continue
             if status == "ok":
                 out[rank] = pickle.loads(value)  # our own child's bytes
             else:
+                if not errors:
+                    errors_since = time.monotonic()
                 errors.append((rank, value))
-                break  # one failure is enough; the others may be stuck waiting for it
     finally:
         for p in procs:
             p.join(timeout=5 if not errors else 0.5)
@@ -99,8 +112,7 @@ def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, 
                 p.join()
         del store
     if errors:
-        rank, tb = errors[0]
-        raise RankFailure(f"rank {rank} failed:\n{tb}")
+        raise RankFailure("\n".join(f"rank {rank} failed:\n{tb}" for rank, tb in errors))
     return [out[r] for r in range(world_size)]
 
 

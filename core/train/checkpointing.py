@@ -22,8 +22,10 @@ from pathlib import Path
 
 import torch
 
-from megazoo.core.checkpoint import (PerRank, Sharded, architecture, flat_param_spec, load_checkpoint,
-                                     model_state, named_parameters, resolve_resume, save_checkpoint)
+from megazoo.core.checkpoint import (AsyncCheckpointer, PerRank, Sharded, architecture, flat_param_spec,
+                                     load_checkpoint, model_state, named_parameters, resolve_resume,
+                                     save_checkpoint)
+from megazoo.core.checkpoint.storage import iter_name
 
 
 def expected_meta(trainer) -> dict:
@@ -136,10 +138,19 @@ def apply_state(trainer, state: dict, restore_rng: bool = True) -> None:
                 m.rng.set_states(saved)
 
 
-def save(trainer) -> Path:
-    """Collective: every rank writes its shards of ROOT/iter_<step>; the newest `keep` are kept."""
+def save(trainer, saver: AsyncCheckpointer | None = None) -> Path:
+    """Collective: every rank writes its shards of ROOT/iter_<step>; the newest `keep` are kept.
+
+    With `saver`, the state is copied to CPU memory and written in the background (the previous
+    background save is waited for first); the returned path is committed once `saver.wait()` returns.
+    """
     cfg = trainer.cfg
-    return save_checkpoint(cfg.checkpoint_dir(), trainer.step, training_state(trainer), trainer.ctx,
+    root = Path(cfg.checkpoint_dir())
+    if saver is not None:
+        saver.save(root, trainer.step, training_state(trainer), meta=checkpoint_meta(trainer),
+                   keep=cfg.checkpoint.keep)
+        return root / iter_name(trainer.step)
+    return save_checkpoint(root, trainer.step, training_state(trainer), trainer.ctx,
                            meta=checkpoint_meta(trainer), keep=cfg.checkpoint.keep)
 
 

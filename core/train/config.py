@@ -77,6 +77,7 @@ class CheckpointConfig:
     keep: int = 2
     resume: str = "auto"  # auto | a path | none
     save: bool = True
+    async_save: bool = False  # write in a background thread; training waits only for the CPU copy
 
 
 @dataclass

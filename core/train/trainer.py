@@ -75,6 +75,9 @@ class Trainer:
         # peak FLOP/s: rank 0 measures while the others wait, so the measurement has the machine
         self.peak, self.peak_source = (peak_flops(self.dtype, ctx.device, ctx.world_size) if self.is_logger
                                        else (float("nan"), ""))
+        # asynchronous saves: a background writer with its own gloo group (made on every rank)
+        self.saver = (checkpointing.AsyncCheckpointer(ctx) if cfg.checkpoint.save and cfg.checkpoint.async_save
+                      else None)
         if world > 1:
             dist.barrier()
         resumed_from = None
@@ -216,6 +219,8 @@ class Trainer:
             self.monitor.validation(valid)
         if cfg.checkpoint.save:
             self.save()
+            if self.saver is not None:
+                self.saver.wait()  # the run's last checkpoint is committed before fit() returns
         wall = time.perf_counter() - started
         self.monitor.close()
         summary = {"name": cfg.name, "steps": self.step, "skipped": self.skipped, "losses": list(self.losses),
@@ -236,8 +241,10 @@ class Trainer:
 
     # checkpoints ------------------------------------------------------------------------------------
     def save(self) -> Path:
-        """Collective: write this step's checkpoint (each rank its shards) under checkpoint_dir()."""
-        return checkpointing.save(self)
+        """Collective: write this step's checkpoint (each rank its shards) under checkpoint_dir().
+        With checkpoint.async_save the files are written in the background: the path is complete
+        once `self.saver.wait()` returns (fit() and close() wait)."""
+        return checkpointing.save(self, self.saver)
 
     def state_dict(self) -> dict:
         """The whole training state of this rank as a megazoo.core.checkpoint state (model and
@@ -251,7 +258,12 @@ class Trainer:
         checkpointing.apply_state(self, state, restore_rng)
 
     def close(self) -> None:
-        self.optimizer.buffers.remove_hooks()
+        """Finish a pending background save (re-raising its error) and release the hooks."""
+        try:
+            if self.saver is not None:
+                self.saver.close()
+        finally:
+            self.optimizer.buffers.remove_hooks()
 
 
 def train(cfg: RunConfig, ctx: ParallelContext | None = None) -> dict:
