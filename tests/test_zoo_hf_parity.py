@@ -39,7 +39,7 @@ def test_import_matches_transformers(name, hf):
         assert err <= TOL, f"{name}: {err:.2e}"
 
 
-@pytest.mark.parametrize("name", DECODERS + ("bert",))
+@pytest.mark.parametrize("name", DECODERS + ("bert", "bert-megatron"))
 def test_two_pipeline_stages_match(name, hf):
     models, refs, folders = hf
     arch, cfg, state = convert_from_hf(folders[name])

@@ -35,7 +35,7 @@ def edited_copy(src, dst, edit):
 
 def test_unsupported_model_type_lists_supported(tmp_path, capsys):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt_neox", "hidden_size": 8}))
-    with pytest.raises(HFImportError, match=r"unsupported model_type 'gpt_neox'.*bert, gpt2, llama, t5"):
+    with pytest.raises(HFImportError, match=r"unsupported model_type 'gpt_neox'.*bert, gpt2, llama, megatron-bert, t5"):
         convert_from_hf(tmp_path)
     assert main(["import-hf", str(tmp_path), str(tmp_path / "out")]) == 2
     assert "unsupported model_type 'gpt_neox'" in capsys.readouterr().err
@@ -116,13 +116,29 @@ def test_head_padding_keeps_outputs_and_round_trips(tmp_path, capsys):
     assert back.config.num_attention_heads == 6 and max_err(hf_outputs(ODD, back), ref) <= 1e-5
 
 
-def test_megatron_pre_ln_bert_has_no_hf_bert_equivalent(tmp_path):
-    from megazoo.zoo.bert import BertModel
-    from megazoo.core.parallel.gather import full_state
+def test_megatron_pre_ln_bert_exports_as_megatron_bert(tmp_path):
+    """Megatron's pre-LN BERT becomes HF's MegatronBertForPreTraining (AutoModelForPreTraining
+    loads it with the same outputs); a BERT neither HF class can express is refused, naming why."""
+    import transformers as T
+
     from megazoo.core.parallel.context import ParallelContext
+    from megazoo.core.parallel.gather import full_state
+    from megazoo.zoo.bert import BertModel
 
     cfg = BERT_TINY["bert-tiny"]()
-    state = full_state(BertModel(cfg).initialize(0), ParallelContext.single())
-    with pytest.raises(HFExportError, match="post-LN"):
-        export_hf(tmp_path / "out", "bert", cfg, state)
-    assert not (tmp_path / "out").exists()
+    model = BertModel(cfg).initialize(0).eval()
+    state = full_state(model, ParallelContext.single())
+    out = export_hf(tmp_path / "out", "bert", cfg, state)
+    back = T.AutoModelForPreTraining.from_pretrained(out).eval()
+    assert type(back).__name__ == "MegatronBertForPreTraining"
+    ids = torch.randint(3, cfg.vocab_size, (2, 10), generator=torch.Generator().manual_seed(1))
+    types = (torch.arange(10) >= 5).long().expand(2, 10)
+    with torch.no_grad():
+        mine, theirs = model(ids, None, types), back(input_ids=ids, token_type_ids=types)
+    torch.testing.assert_close(theirs.prediction_logits, mine.lm_logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(theirs.seq_relationship_logits, mine.binary_logits, rtol=0, atol=1e-5)
+    rms = BERT_TINY["bert-tiny"](norm="rmsnorm")
+    rms_state = full_state(BertModel(rms).initialize(0), ParallelContext.single())
+    with pytest.raises(HFExportError, match=r"no Hugging Face MegatronBertModel equivalent.*pre-LN.*LayerNorm"):
+        export_hf(tmp_path / "rms", "bert", rms, rms_state)
+    assert not (tmp_path / "rms").exists()

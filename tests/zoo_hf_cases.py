@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-CASES = ("gpt2", "llama", "bert", "bert-base", "t5", "t5-gated")
+CASES = ("gpt2", "llama", "bert", "bert-base", "bert-megatron", "t5", "t5-gated")
 ODD = "llama-odd"  # 6 query heads in 3 KV groups: tp=2 needs head padding
 DECODERS = ("gpt2", "llama")
 
@@ -30,12 +30,20 @@ def hf_model(name: str):
         c = T.BertConfig(vocab_size=300, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                          max_position_embeddings=32)
         m = T.BertForPreTraining(c) if name == "bert" else T.BertModel(c)
+    elif name == "bert-megatron":  # Megatron's pre-LN BERT (HF MegatronBert)
+        m = T.MegatronBertForPreTraining(T.MegatronBertConfig(
+            vocab_size=300, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+            max_position_embeddings=32, layer_norm_eps=1e-5))
     else:
         gated = name == "t5-gated"
         m = T.T5ForConditionalGeneration(T.T5Config(
             vocab_size=300, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2, num_heads=4,
             relative_attention_num_buckets=8, relative_attention_max_distance=20, decoder_start_token_id=0,
             feed_forward_proj="gated-gelu" if gated else "relu", tie_word_embeddings=not gated))
+    with torch.no_grad():  # norms start at 1 and biases at 0: perturb them, so a swapped one shows
+        for p in m.parameters():
+            if p.dim() == 1:
+                p.add_(0.1 * torch.randn_like(p))
     return m.eval()
 
 
@@ -55,7 +63,7 @@ def inputs(name: str) -> dict:
 @torch.no_grad()
 def hf_outputs(name: str, m) -> dict:
     out = m(**inputs(name))
-    if name == "bert":
+    if name in ("bert", "bert-megatron"):
         return {"logits": out.prediction_logits, "binary": out.seq_relationship_logits}
     if name == "bert-base":
         return {"hidden": out.last_hidden_state, "pooled": out.pooler_output}
@@ -70,7 +78,7 @@ def mz_outputs(name: str, m, hidden_states=None) -> dict:
                 hidden_states=hidden_states)
         if torch.is_tensor(out):
             return {"stage": out}
-        if name == "bert":
+        if name in ("bert", "bert-megatron"):
             return {"logits": out.lm_logits, "binary": out.binary_logits}
         return {"hidden": out.hidden, "pooled": out.pooled}
     if name.startswith("t5"):

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from megazoo.core.parallel.context import ParallelContext
-from megazoo.zoo.hf import bert, gpt2, llama, t5
+from megazoo.zoo.hf import bert, gpt2, llama, megatron_bert, t5
 from megazoo.zoo.hf.common import HFExportError, HFImportError, HFSource, apply_rules, add_prefix, invert_rules, read_hf
 from megazoo.zoo.hf.heads import pad_heads as _pad_heads
 from megazoo.zoo.hf.heads import unpad_heads
@@ -21,7 +21,7 @@ from megazoo.zoo.hf.models import ARCHS, LayoutError, build_model, check_layout,
 from megazoo.zoo.hf.shard import expected_shapes, gather_full_state, load_full_state, stage_layers
 from megazoo.zoo.hf.writer import atomic_folder, copy_tokenizer, write_weights
 
-ADAPTERS = {m.MODEL_TYPE: m for m in (bert, gpt2, llama, t5)}
+ADAPTERS = {m.MODEL_TYPE: m for m in (bert, gpt2, llama, megatron_bert, t5)}
 SUPPORTED_MODEL_TYPES = sorted(ADAPTERS)
 
 
@@ -29,8 +29,8 @@ def adapter_for(arch: str, cfg):
     """The HF adapter that exports a megazoo (arch, config)."""
     if arch in ("gpt", "llama"):
         return llama if cfg.position == "rope" else gpt2
-    if arch == "bert":
-        return bert
+    if arch == "bert":  # the original post-LN BERT, or Megatron's pre-LN one
+        return bert if cfg.post_norm else megatron_bert
     if arch == "t5":
         return t5
     raise HFExportError(f"architecture {arch!r} has no Hugging Face export; exportable: {', '.join(ARCHS)}")

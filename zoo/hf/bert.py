@@ -2,7 +2,8 @@
 
 Which heads exist is read from the weights: the masked-LM head (cls.predictions), the pooler
 (pooler.dense), the next-sentence head (cls.seq_relationship). HF's "gelu" is the exact GELU.
-Megatron's pre-LN BERT has no HF BertModel equivalent and is refused on export.
+Megatron's pre-LN BERT maps to HF's MegatronBert classes instead (megatron_bert.py); both share
+the embedding and head rules below.
 """
 
 from __future__ import annotations
@@ -20,61 +21,82 @@ ACT_TO_MZ = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gel
 ACT_TO_HF = {"gelu_exact": "gelu", "gelu": "gelu_new"}
 
 
-def config_from_hf(c, keys) -> BertConfig:
+def check_hf_config(c) -> None:
+    """What megazoo's BERT cannot express, in both BERT flavours."""
     if c.hidden_act not in ACT_TO_MZ:
         raise HFImportError(f"BERT hidden_act {c.hidden_act!r} is not supported; supported: {sorted(ACT_TO_MZ)}")
     if getattr(c, "position_embedding_type", "absolute") != "absolute":
         raise HFImportError(f"BERT position_embedding_type {c.position_embedding_type!r} is not supported (only absolute)")
     if getattr(c, "is_decoder", False):
         raise HFImportError("BERT as a decoder (is_decoder=True) is not supported")
+
+
+def config_kwargs(c, keys) -> dict:
+    """megazoo BertConfig fields read from an HF (Megatron)BertConfig and the weights present."""
+    check_hf_config(c)
     keys = set(keys)
-    return original_bert(num_layers=c.num_hidden_layers, hidden_size=c.hidden_size, num_heads=c.num_attention_heads,
-                         ffn_hidden_size=c.intermediate_size, vocab_size=c.vocab_size, seq_length=c.max_position_embeddings,
-                         num_tokentypes=c.type_vocab_size, norm_eps=c.layer_norm_eps, activation=ACT_TO_MZ[c.hidden_act],
-                         dropout=c.hidden_dropout_prob, attention_dropout=c.attention_probs_dropout_prob,
-                         add_lm_head="cls.predictions.transform.dense.weight" in keys,
-                         add_pooler="bert.pooler.dense.weight" in keys,
-                         add_binary_head="cls.seq_relationship.weight" in keys)
+    return dict(num_layers=c.num_hidden_layers, hidden_size=c.hidden_size, num_heads=c.num_attention_heads,
+                ffn_hidden_size=c.intermediate_size, vocab_size=c.vocab_size, seq_length=c.max_position_embeddings,
+                num_tokentypes=c.type_vocab_size, norm_eps=c.layer_norm_eps, activation=ACT_TO_MZ[c.hidden_act],
+                dropout=c.hidden_dropout_prob, attention_dropout=c.attention_probs_dropout_prob,
+                add_lm_head="cls.predictions.transform.dense.weight" in keys,
+                add_pooler="bert.pooler.dense.weight" in keys,
+                add_binary_head="cls.seq_relationship.weight" in keys)
 
 
-def architecture(cfg: BertConfig) -> str:
+def config_from_hf(c, keys) -> BertConfig:
+    return original_bert(**config_kwargs(c, keys))
+
+
+def architecture(cfg: BertConfig, prefix: str = "Bert") -> str:
     if cfg.add_lm_head:
-        return "BertForPreTraining" if cfg.add_binary_head else "BertForMaskedLM"
-    return "BertModel"
+        return f"{prefix}ForPreTraining" if cfg.add_binary_head else f"{prefix}ForMaskedLM"
+    return f"{prefix}Model"
+
+
+def check_exportable(cfg: BertConfig, post_norm: bool, hf_name: str) -> None:
+    if cfg.post_norm != post_norm or cfg.norm != "layernorm" or not cfg.bias or cfg.activation not in ACT_TO_HF:
+        raise HFExportError(f"this BERT has no Hugging Face {hf_name} equivalent: {hf_name} is "
+                            f"{'post' if post_norm else 'pre'}-LN (post_norm={str(post_norm).lower()}) with LayerNorm, "
+                            f"biases and activation in {sorted(ACT_TO_HF)}")
+    if cfg.num_kv_heads != cfg.num_heads or cfg.kv_channels * cfg.num_heads != cfg.hidden_size or cfg.attention_scale:
+        raise HFExportError("HF BERT needs multi-head attention with head dim = hidden / heads and the default scale")
+
+
+def hf_config_kwargs(cfg: BertConfig) -> dict:
+    return dict(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
+                num_attention_heads=cfg.num_heads, intermediate_size=cfg.ffn_hidden_size,
+                hidden_act=ACT_TO_HF[cfg.activation], max_position_embeddings=cfg.seq_length,
+                type_vocab_size=max(cfg.num_tokentypes, 1), layer_norm_eps=cfg.norm_eps,
+                hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.attention_dropout)
 
 
 def config_to_hf(cfg: BertConfig):
     from transformers import BertConfig as HFBertConfig
 
-    if not cfg.post_norm or cfg.norm != "layernorm" or not cfg.bias or cfg.activation not in ACT_TO_HF:
-        raise HFExportError("this BERT has no Hugging Face BertModel equivalent: BERT there is post-LN (post_norm=true) "
-                            f"with LayerNorm, biases and activation in {sorted(ACT_TO_HF)}")
-    if cfg.num_kv_heads != cfg.num_heads or cfg.kv_channels * cfg.num_heads != cfg.hidden_size or cfg.attention_scale:
-        raise HFExportError("HF BERT needs multi-head attention with head dim = hidden / heads and the default scale")
-    return HFBertConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
-                        num_attention_heads=cfg.num_heads, intermediate_size=cfg.ffn_hidden_size,
-                        hidden_act=ACT_TO_HF[cfg.activation], max_position_embeddings=cfg.seq_length,
-                        type_vocab_size=max(cfg.num_tokentypes, 1), layer_norm_eps=cfg.norm_eps,
-                        hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.attention_dropout,
-                        architectures=[architecture(cfg)])
+    check_exportable(cfg, True, "BertModel")
+    return HFBertConfig(**hf_config_kwargs(cfg), architectures=[architecture(cfg)])
 
 
-def rules(cfg: BertConfig) -> list[Rule]:
+def embedding_rules(cfg: BertConfig) -> list[Rule]:
     e = "bert.embeddings."
-    out = [same("embed.weight", e + "word_embeddings.weight"), same("pos_embed", e + "position_embeddings.weight"),
-           same("embed_norm.weight", e + "LayerNorm.weight"), same("embed_norm.bias", e + "LayerNorm.bias")]
+    out = [same("embed.weight", e + "word_embeddings.weight"), same("pos_embed", e + "position_embeddings.weight")]
     if cfg.num_tokentypes:
         out.append(same("tokentype_embed", e + "token_type_embeddings.weight"))
-    for i in range(cfg.num_layers):
-        p, m = f"bert.encoder.layer.{i}.", f"layers.{i}."
-        for w in ("weight", "bias"):
-            out += [fused_qkv(m + "attn.qkv." + w, *(p + f"attention.self.{x}." + w for x in ("query", "key", "value")),
-                              cfg.num_heads, cfg.num_heads, cfg.kv_channels),
-                    same(m + "attn.proj." + w, p + "attention.output.dense." + w),
-                    same(m + "norm1." + w, p + "attention.output.LayerNorm." + w),
-                    same(m + "mlp.fc1." + w, p + "intermediate.dense." + w),
-                    same(m + "mlp.fc2." + w, p + "output.dense." + w),
-                    same(m + "norm2." + w, p + "output.LayerNorm." + w)]
+    return out
+
+
+def attention_rules(cfg: BertConfig, m: str, p: str, w: str) -> list[Rule]:
+    """Layer `m` (megazoo) / `p` (HF): the fused QKV and the output projection, for weight/bias `w`."""
+    return [fused_qkv(m + "attn.qkv." + w, *(p + f"attention.self.{x}." + w for x in ("query", "key", "value")),
+                      cfg.num_heads, cfg.num_heads, cfg.kv_channels),
+            same(m + "attn.proj." + w, p + "attention.output.dense." + w),
+            same(m + "mlp.fc1." + w, p + "intermediate.dense." + w),
+            same(m + "mlp.fc2." + w, p + "output.dense." + w)]
+
+
+def head_rules(cfg: BertConfig) -> list[Rule]:
+    out = []
     for w in ("weight", "bias"):
         if cfg.add_pooler:
             out.append(same("pooler." + w, "bert.pooler.dense." + w))
@@ -86,6 +108,19 @@ def rules(cfg: BertConfig) -> list[Rule]:
     if cfg.add_lm_head:
         out.append(same("lm_bias", "cls.predictions.bias"))
     return out
+
+
+def rules(cfg: BertConfig) -> list[Rule]:
+    e = "bert.embeddings."
+    out = embedding_rules(cfg) + [same("embed_norm.weight", e + "LayerNorm.weight"),
+                                  same("embed_norm.bias", e + "LayerNorm.bias")]
+    for i in range(cfg.num_layers):
+        p, m = f"bert.encoder.layer.{i}.", f"layers.{i}."
+        for w in ("weight", "bias"):
+            out += attention_rules(cfg, m, p, w)
+            out += [same(m + "norm1." + w, p + "attention.output.LayerNorm." + w),
+                    same(m + "norm2." + w, p + "output.LayerNorm." + w)]
+    return out + head_rules(cfg)
 
 
 def ignore(cfg: BertConfig) -> re.Pattern:
