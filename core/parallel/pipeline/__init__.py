@@ -18,7 +18,8 @@ The trainer calls, once per optimizer step,
 - returns the detached sum of loss_fn's values on the last stage (zero tensor elsewhere).
 - keyword extras: schedule ("auto": 1F1B, interleaved when vpp > 1; or "1f1b" | "interleaved" |
   "gpipe"), stats (a dict the runner fills with measured in-flight micro-batches, saved bytes,
-  busy and wall time).
+  busy and wall time), overlap_p2p (default True: a batch's sends finish during the next forward
+  or backward instead of before it; False waits for them at once, as the benchmark compares).
 
 After it, `finalize_grads(chunks, ctx)` sums the gradients of tied embedding copies across the
 first and last stage (the trainer then reduces over data parallelism), and
@@ -46,7 +47,8 @@ __all__ = ["forward_backward", "finalize_grads", "broadcast_from_last_stage", "s
 
 def forward_backward(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_only: bool = False,
                      hidden_size: int | None = None, dtype: torch.dtype = torch.float32,
-                     schedule: str = "auto", stats: dict | None = None) -> torch.Tensor:
+                     schedule: str = "auto", stats: dict | None = None, overlap_p2p: bool = True) -> torch.Tensor:
     if ctx.pp == 1:
         return forward_backward_no_pipelining(chunks, micro_batches, ctx, loss_fn, forward_only)
-    return run_schedule(chunks, micro_batches, ctx, loss_fn, forward_only, hidden_size, dtype, schedule, stats)
+    return run_schedule(chunks, micro_batches, ctx, loss_fn, forward_only, hidden_size, dtype, schedule, stats,
+                        overlap_p2p)

@@ -3,8 +3,10 @@ point-to-point batches that comm_plan puts between them.
 
 Per (chunk, micro-batch) in flight the runner keeps the received input (a leaf that will hold the
 input gradient) and the output. An output sent downstream is needed only for its autograd graph,
-so its data is replaced by a one-element placeholder right after the send (Megatron-LM's
-"deallocate output tensor"): the activation memory that stays is what autograd saved.
+so its data is replaced by a one-element placeholder right after the send is issued (Megatron-LM's
+"deallocate output tensor"): the activation memory that stays is what autograd saved. Sends overlap
+with the next forward or backward and are waited for after the next exchange, so the storage of at
+most one sent batch lives on until then.
 
 With `stats` (a dict) the runner measures, rather than assumes, what is in flight: the peak number
 of micro-batches whose forward ran and whose backward has not, and the bytes autograd saved for
@@ -20,7 +22,7 @@ import torch
 from torch.autograd.graph import saved_tensors_hooks
 
 from megazoo.core.parallel.context import ParallelContext
-from megazoo.core.parallel.pipeline.p2p import exchange
+from megazoo.core.parallel.pipeline.p2p import exchange, wait_all
 from megazoo.core.parallel.pipeline.schedules import comm_plan, rank_table
 
 EXTRA_INPUTS = ("position_ids", "attention_mask")
@@ -53,7 +55,7 @@ class _Meter:
         finally:
             self.current = None
 
-    def after_forward(self, stash):
+    def after_forward(self, stash, pending):
         s = self.stats
         s["peak_in_flight"] = max(s["peak_in_flight"], len(stash))
         live = {}
@@ -61,8 +63,11 @@ class _Meter:
             live.update(per_mb)
         s["peak_saved_bytes"] = max(s["peak_saved_bytes"], sum(live.values()))
         s["max_microbatch_bytes"] = max([s["max_microbatch_bytes"]] + [sum(v.values()) for v in self.live.values()])
-        out_bytes = sum(o.untyped_storage().nbytes() for _, o in stash.values() if o is not None)
-        s["peak_output_bytes"] = max(s["peak_output_bytes"], out_bytes)
+        # outputs still held: those not sent yet, and sent ones whose send has not completed
+        held = {o.untyped_storage().data_ptr(): o.untyped_storage().nbytes() for _, o in stash.values() if o is not None}
+        held.update({p.tensor.untyped_storage().data_ptr(): p.tensor.untyped_storage().nbytes() for p in pending
+                     if p.label[0] == "act"})
+        s["peak_output_bytes"] = max(s["peak_output_bytes"], sum(held.values()))
 
     def after_backward(self, key):
         self.live.pop(key, None)
@@ -70,14 +75,15 @@ class _Meter:
 
 def _free_output(out: torch.Tensor) -> None:
     """Drop the data of a sent output, keep its graph; a same-shaped zero-stride placeholder keeps
-    torch.autograd.backward's shape check happy."""
+    torch.autograd.backward's shape check happy. (A send still in flight holds the old storage
+    through its own reference until it completes.)"""
     if out._base is None and out.grad_fn is not None:
         out.data = torch.empty((1,), dtype=out.dtype, device=out.device).expand(out.shape)
 
 
 def run_schedule(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_only: bool = False,
                  hidden_size: int | None = None, dtype: torch.dtype = torch.float32, kind: str = "auto",
-                 stats: dict | None = None) -> torch.Tensor:
+                 stats: dict | None = None, overlap_p2p: bool = True) -> torch.Tensor:
     pp, vpp, rank = ctx.pp, len(chunks), ctx.pp_rank
     if vpp != ctx.vpp:
         raise ValueError(f"this rank holds {vpp} model chunks but parallel.vpp={ctx.vpp}; build one chunk per "
@@ -99,6 +105,7 @@ def run_schedule(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_o
     received: dict[tuple, torch.Tensor] = {}  # ("act" | "grad", chunk, mb) -> tensor
     results: dict[tuple, torch.Tensor] = {}  # what a later batch sends
     stash: dict[tuple, tuple] = {}  # (chunk, mb) -> (input leaf or None, output or loss)
+    pending = []  # the last batch's sends, in flight during the next forward or backward
     t_start, busy = time.perf_counter(), 0.0
 
     def shape(mb: int) -> tuple[int, int, int]:
@@ -112,7 +119,9 @@ def run_schedule(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_o
                 sends.append((results.pop(op.what), op.peer, op.what))
             else:
                 recvs.append((shape(op.what[2]), dtype, op.peer, op.what))
-        got = exchange(sends, recvs, ctx)
+        got, sent = exchange(sends, recvs, ctx, overlap_sends=overlap_p2p)
+        wait_all(pending, ctx)  # the previous batch's sends, which had a forward or backward to finish in
+        pending = sent
         for (_, _, _, what), tensor in zip(recvs, got):
             received[what] = tensor
         for tensor, _, what in sends:
@@ -142,7 +151,7 @@ def run_schedule(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_o
             if not forward_only:
                 stash[(c, m)] = (x, out)
                 if meter is not None:
-                    meter.after_forward(stash)
+                    meter.after_forward(stash, pending)
         else:
             x, out = stash.pop((c, m))
             if vs == last_vs:
@@ -155,6 +164,7 @@ def run_schedule(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_o
             if meter is not None:
                 meter.after_backward((c, m))
         busy += time.perf_counter() - t0
+    wait_all(pending, ctx)
     if received or results or stash:
         raise RuntimeError(f"pipeline schedule left work behind on stage {rank}: {sorted(received)} "
                            f"{sorted(results)} {sorted(stash)}")
