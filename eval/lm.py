@@ -46,7 +46,9 @@ class TokenizerAdapter:
             return list(self.tok.encode(text, add_special_tokens=False))
         return list(self.tok.encode(text))
 
-    def decode(self, ids: Sequence[int]) -> str:
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        if self.is_hf:
+            return self.tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
         return self.tok.decode(list(ids))
 
 
@@ -90,6 +92,20 @@ class MegazooLM:
         shape = (*input_ids.shape, cfg.vocab_size)
         out = captured[0] if captured else torch.zeros(shape, dtype=torch.float32, device=self.device)
         return broadcast_from_last_stage(out, self.ctx)
+
+    @torch.no_grad()
+    def generate_greedy(self, ids: Sequence[int], max_new: int, until: Sequence[str] = ()) -> list[int]:
+        """Greedy continuation with the KV cache, at any layout (every rank calls it): ends at the
+        end-of-text token (not returned) or once the text holds a stop string. The context keeps
+        its last max_length - max_new tokens, as lm-eval's own backends truncate it."""
+        from megazoo.zoo.generate import generate
+
+        ids = list(ids)[-max(1, self.max_length - max_new):]
+        max_new = min(max_new, self.max_length - len(ids))
+        model = self.chunks if self.ctx.pp > 1 else self.model
+        new = generate(model, [ids], max_new, eos_token_id=self.eot_id, stop_strings=[s for s in until if s] or None,
+                       tokenizer=self.tok)[0]
+        return new[:-1] if new and new[-1] == self.eot_id else new
 
 
 class HFCausalLM:

@@ -34,12 +34,26 @@ def _lm(ctx, layout="gpt-tiny"):
     return MegazooLM(model, ByteTokenizer())
 
 
+GENERATE = [("Once upon a time", {"max_gen_toks": 10}), ("ab", {"until": ["b"], "max_gen_toks": 10}),
+            ("A long context " * 3, {"max_gen_toks": 6})]
+
+
+class Recomputing:
+    """The same model seen through the bare LanguageModel protocol: generate_until recomputes the
+    whole prefix for each token (no KV cache), the reference for the cached path."""
+
+    def __init__(self, lm):
+        self.lm, self.max_length, self.eot_id = lm, lm.max_length, lm.eot_id
+        self.encode, self.decode, self.logprobs = lm.encode, lm.decode, lm.logprobs
+
+
 def scores(tp):
     ctx = ParallelContext.build(ParallelConfig(tp=tp))
     out = {}
     for layout in TINY:
         lm = _lm(ctx, layout)
-        out[layout] = (loglikelihood(lm, REQUESTS, batch_size=8), loglikelihood_rolling(lm, TEXTS, batch_size=8))
+        out[layout] = (loglikelihood(lm, REQUESTS, batch_size=8), loglikelihood_rolling(lm, TEXTS, batch_size=8),
+                       generate_until(lm, GENERATE), generate_until(Recomputing(lm), GENERATE))
     return out
 
 
@@ -54,7 +68,8 @@ def pipeline_scores(tp, pp):
         stage = GPTModel(cfg, ctx, pre_process=ctx.is_first_stage, post_process=ctx.is_last_stage,
                          layers=(start, start + per_stage)).initialize(3)
         lm = MegazooLM([stage], ByteTokenizer())
-        out[layout] = (loglikelihood(lm, REQUESTS, batch_size=8), loglikelihood_rolling(lm, TEXTS, batch_size=8))
+        out[layout] = (loglikelihood(lm, REQUESTS, batch_size=8), loglikelihood_rolling(lm, TEXTS, batch_size=8),
+                       generate_until(lm, GENERATE))
     return out
 
 
@@ -112,6 +127,15 @@ def test_pipeline_layouts_equal_one_process():
                 assert abs(a - b) <= 1e-5 * max(1, abs(a)) and ga == gb, (rank, layout, a, b)
             for a, b in zip(ref[layout][1], got[layout][1]):
                 assert abs(a - b) <= 1e-5 * max(1, abs(a)), (rank, layout, a, b)
+            assert got[layout][2] == ref[layout][2], (rank, layout)  # KV-cached generation across stages
+
+
+def test_cached_generation_equals_recomputing_the_prefix():
+    ref = scores(1)
+    for layout in TINY:
+        cached, recomputed = ref[layout][2], ref[layout][3]
+        assert cached == recomputed, layout
+        assert cached[0] and "b" not in cached[1]
 
 
 def test_generate_until_stops_at_the_stop_string():

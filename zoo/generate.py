@@ -2,6 +2,9 @@
 top-k, top-p), repetition penalty, stop tokens and stop strings, a KV cache, batched prompts
 with left padding. Tensor-parallel models work as they are: every tp rank holds the same gathered
 logits and draws from an identically seeded generator, so all ranks pick the same tokens.
+Pipeline-parallel decoders pass this rank's chunks (a list, as build_chunks makes them): each
+token's hidden states travel through the virtual stages in order, every stage keeping its own KV
+cache, and the last stage's logits are broadcast so that every rank picks the same tokens.
 
     new_tokens = generate(model, [[1, 2, 3], [4, 5]], max_new_tokens=20)            # greedy
     texts = generate_text(model, tokenizer, ["Hello"], max_new_tokens=20, do_sample=True, top_p=0.9)
@@ -80,10 +83,19 @@ def _step_fn(model, ids, mask, use_cache, decoder_start):
             return model.decode(inp, enc, enc_mask, cache=state["cache"])[:, -1]
 
         return step
-    if getattr(model, "ctx", None) is not None and model.ctx.pp > 1:
-        raise ValueError("generation runs a whole model (pp=1); gather the pipeline stages into one model first")
+    chunks = list(model) if isinstance(model, (list, tuple)) else [model]
+    ctx = getattr(chunks[0], "ctx", None)
+    if ctx is not None and ctx.pp > 1:
+        if ctx.sp:
+            raise ValueError("generation needs sequence parallelism off (parallel.sp=false)")
+        if len(chunks) != ctx.vpp:
+            raise ValueError(f"pipeline generation needs this rank's {ctx.vpp} model chunk(s) (parallel.vpp), "
+                             f"got {len(chunks)}")
+    elif len(chunks) != 1:
+        raise ValueError("a list of model chunks is for pipeline parallelism (pp > 1); pass the model itself")
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    state = {"ids": ids, "mask": mask, "pos": positions, "cache": KVCache() if use_cache else None, "first": True}
+    caches = [KVCache() if use_cache else None for _ in chunks]
+    state = {"ids": ids, "mask": mask, "pos": positions, "first": True}
 
     def step(new):
         if new is not None:
@@ -96,11 +108,41 @@ def _step_fn(model, ids, mask, use_cache, decoder_start):
         else:
             inp, pos = state["ids"], state["pos"]
         state["first"] = False
-        logits = model(inp, position_ids=pos, attention_mask=state["mask"] if padded else None, cache=state["cache"],
-                       logits_to_keep=1)
-        return logits[:, -1]
+        attn = state["mask"] if padded else None
+        if ctx is None or ctx.pp == 1:
+            return chunks[0](inp, position_ids=pos, attention_mask=attn, cache=caches[0], logits_to_keep=1)[:, -1]
+        return _through_stages(chunks, ctx, inp, pos, attn, caches)
 
     return step
+
+
+def _through_stages(chunks, ctx, inp, pos, attn, caches) -> torch.Tensor:
+    """One decoding step through every virtual stage (chunk c of pp rank r is stage c * pp + r);
+    returns the last stage's next-token logits [b, V] on every rank of the pipeline."""
+    from megazoo.core.parallel.pipeline import broadcast_from_last_stage
+    from megazoo.core.parallel.pipeline.p2p import exchange
+
+    pp, me = ctx.pp, ctx.pp_rank
+    stages = pp * len(chunks)
+    b, s = inp.shape
+    cfg = chunks[0].cfg
+    dtype = next(chunks[0].parameters()).dtype
+    hidden, logits = None, None
+    for vs in range(stages):
+        if vs % pp != me:
+            continue
+        c = vs // pp
+        if vs > 0:
+            (hidden,), _ = exchange([], [((s, b, cfg.hidden_size), dtype, (vs - 1) % pp, ("act", vs))], ctx)
+        out = chunks[c](inp if vs == 0 else None, hidden_states=hidden, position_ids=pos, attention_mask=attn,
+                        cache=caches[c], logits_to_keep=1 if vs == stages - 1 else 0)
+        if vs == stages - 1:
+            logits = out[:, -1].float()
+        else:
+            exchange([(out.to(dtype), (vs + 1) % pp, ("act", vs + 1))], [], ctx)
+    if logits is None:
+        logits = torch.zeros(b, cfg.vocab_size, dtype=torch.float32, device=inp.device)
+    return broadcast_from_last_stage(logits, ctx)
 
 
 @torch.inference_mode()
@@ -115,8 +157,9 @@ def generate(model, prompts, max_new_tokens: int = 20, *, do_sample: bool = Fals
     prompts: a list of token-id lists (any lengths; left-padded here) or a [b, s] tensor, left-padded
     when `attention_mask` (1 = token) is given. Greedy unless do_sample (temperature 0 is greedy too).
     eos_token_id: an int or a list of ints; min_new_tokens: end tokens are not drawn before that
-    many new tokens (as transformers). Works for GPTModel (GPT/Llama, pp=1, sp off) and T5Model."""
-    cfg = model.cfg
+    many new tokens (as transformers). Works for GPTModel (GPT/Llama, sp off; with pp > 1 pass this
+    rank's list of chunks, and call it on every rank of the pipeline) and T5Model."""
+    cfg = model[0].cfg if isinstance(model, (list, tuple)) else model.cfg
     eos = set([eos_token_id] if isinstance(eos_token_id, int) else (eos_token_id or []))
     if pad_token_id is None:
         pad_token_id = getattr(cfg, "pad_token_id", None) or (min(eos) if eos else 0)
@@ -127,10 +170,12 @@ def generate(model, prompts, max_new_tokens: int = 20, *, do_sample: bool = Fals
         if isinstance(prompts[0], int):
             prompts = [prompts]
         ids, mask = _pad_left(prompts, pad_token_id)
-    device = next(model.parameters()).device
+    first = model[0] if isinstance(model, (list, tuple)) else model
+    device = next(first.parameters()).device
     ids, mask = ids.to(device), mask.to(device)
     start = decoder_start_token_id if decoder_start_token_id is not None else getattr(cfg, "decoder_start_token_id", 0)
-    model.eval()
+    for m in (model if isinstance(model, (list, tuple)) else [model]):
+        m.eval()
     step = _step_fn(model, ids, mask, use_cache, start)
     b, vocab = ids.shape[0], cfg.vocab_size
     seen = None
