@@ -74,3 +74,60 @@ def test_async_saves_equal_sync_saves(tmp_path):
     _, a = load_full_model_state(tmp_path / "async" / "checkpoints")
     for name, p in runs["sync"]["params"].items():
         assert torch.equal(a[name].float(), p), name
+
+
+def _main_weights(trainer) -> dict:
+    """name -> this (single) rank's fp32 main weights, shaped like the parameter."""
+    from megazoo.core.checkpoint import named_parameters
+
+    names = {id(p): n for n, p in named_parameters(trainer.chunks).items()}
+    return {names[id(f.param)]: f.main.detach().reshape(f.param.shape).clone() for f in trainer.optimizer.fragments}
+
+
+def _params(trainer) -> dict:
+    from megazoo.core.checkpoint import named_parameters
+
+    return {n: p.detach().clone() for n, p in named_parameters(trainer.chunks).items()}
+
+
+def test_resume_in_another_precision_takes_the_fp32_weights(tmp_path):
+    """fp32 -> bf16: the checkpoint's fp32 model becomes the main weights (the bf16 model is their
+    rounding); bf16 -> fp32: its fp32 main weights become the model; bf16 -> fp16: main weights
+    kept, loss scaler fresh. Adam moments, schedule and progress come along; training continues."""
+    with one_thread():
+        fp32 = Trainer(tiny(tmp_path / "fp32", "checkpoint.save=true"))
+        for _ in range(4):
+            fp32.train_step(fp32.train_data.step(fp32.consumed_samples))
+        fp32.save()
+        want = _params(fp32)
+        fp32.close()
+        low = Trainer(tiny(tmp_path / "fp32", "precision.dtype=bf16", "checkpoint.resume=auto"))
+        try:
+            assert low.step == 4 and low.consumed_samples == 32
+            main, model = _main_weights(low), _params(low)
+            assert main.keys() == want.keys()
+            for name, w in want.items():
+                assert torch.equal(main[name], w), name
+                assert model[name].dtype == torch.bfloat16 and torch.equal(model[name], w.to(torch.bfloat16)), name
+            out = [low.train_step(low.train_data.step(low.consumed_samples))["loss"] for _ in range(2)]
+            assert all(0 < x < 10 for x in out)
+            low.save()
+            saved_main = _main_weights(low)
+        finally:
+            low.close()
+        back = Trainer(tiny(tmp_path / "fp32", "checkpoint.resume=auto"))  # bf16 -> fp32
+        try:
+            assert back.step == 6
+            got = _params(back)
+            for name, w in saved_main.items():
+                assert got[name].dtype == torch.float32 and torch.equal(got[name], w), name
+        finally:
+            back.close()
+        fp16 = Trainer(tiny(tmp_path / "fp32", "precision.dtype=fp16", "checkpoint.resume=auto"))  # bf16 -> fp16
+        try:
+            main = _main_weights(fp16)
+            for name, w in saved_main.items():
+                assert torch.equal(main[name], w), name
+            assert fp16.scaler.scale == fp16.cfg.precision.initial_scale
+        finally:
+            fp16.close()

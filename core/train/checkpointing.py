@@ -25,6 +25,7 @@ import torch
 from megazoo.core.checkpoint import (AsyncCheckpointer, PerRank, Sharded, architecture, flat_param_spec,
                                      load_checkpoint, model_state, named_parameters, resolve_resume,
                                      save_checkpoint)
+from megazoo.core.checkpoint.api import open_checkpoint
 from megazoo.core.checkpoint.storage import iter_name
 
 
@@ -162,10 +163,42 @@ def find_checkpoint(resume, directory: str | Path) -> Path | None:
     return resolve_resume(Path(directory), resume)
 
 
+LOW = ("bf16", "fp16")
+
+
+def _precision_template(state: dict, saved: str, now: str) -> dict:
+    """The training state to load a checkpoint saved in another precision into (views of this
+    trainer's tensors, rearranged): the fp32 weights of the checkpoint (its model in an fp32 run,
+    its main weights otherwise) fill this run's fp32 weights (its main weights in a bf16/fp16 run,
+    its model otherwise); the loss scaler starts afresh."""
+    state = dict(state, optimizer=dict(state["optimizer"]))
+    state.pop("scaler")
+    if saved not in LOW and now in LOW:  # fp32 -> low: the stored model is the fp32 master copy
+        state["model"] = state["optimizer"].pop("main")
+    elif saved in LOW and now not in LOW:  # low -> fp32: load the stored main weights into the model
+        state["optimizer"]["main"] = state.pop("model")
+    else:  # bf16 <-> fp16: main weights as they are; the low-precision model is derived from them
+        state.pop("model")
+    return state
+
+
 def load(trainer, path: str | Path) -> dict:
-    """Collective: fill the trainer from the checkpoint at `path` (saved at any layout); returns the
-    checkpoint's info (path, step, meta, layout, per_rank_restored)."""
-    state, info = load_checkpoint(path, training_state(trainer), trainer.ctx, expect=expected_meta(trainer))
+    """Collective: fill the trainer from the checkpoint at `path` (saved at any layout and in any
+    precision); returns the checkpoint's info (path, step, meta, layout, per_rank_restored and,
+    when the precision changed, precision_from)."""
+    now = trainer.cfg.precision.dtype
+    _, record = open_checkpoint(path)
+    saved = record["meta"].get("dtype", now)
+    template = training_state(trainer)
+    if saved == now:
+        state, info = load_checkpoint(path, template, trainer.ctx, expect=expected_meta(trainer))
+    else:
+        loaded, info = load_checkpoint(path, _precision_template(template, saved, now), trainer.ctx,
+                                       expect=expected_meta(trainer))
+        # tensors were filled in place (views of this trainer's); take the plain values
+        state = dict(loaded, model=template["model"], scaler=template["scaler"],
+                     optimizer=dict(template["optimizer"], step=loaded["optimizer"]["step"]))
+        info["precision_from"] = saved
     apply_state(trainer, state, restore_rng=info["per_rank_restored"])
     return info
 

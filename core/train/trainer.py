@@ -86,6 +86,9 @@ class Trainer:
             info = checkpointing.load(self, folder)
             resumed_from = info["path"] + ("" if info["per_rank_restored"] else
                                            f" (saved at layout {info['layout']}; RNG streams start afresh)")
+            if "precision_from" in info:
+                resumed_from += (f" (saved in {info['precision_from']}, continued in {cfg.precision.dtype} from its "
+                                 f"fp32 weights; the loss scaler starts afresh)")
             if self.is_logger and monitor:  # a killed run may have logged steps after its checkpoint
                 checkpointing.trim_metrics(self.run_dir, self.step)
         self.monitor = Monitor(self.run_dir, t.steps, self.step, cfg.log.progress, cfg.log.tensorboard,
