@@ -247,8 +247,9 @@ def main() -> None:
         "batches, nothing written); megazoo's figure includes reading, dtype checks and writing the "
         ".bin/.idx, and encodes with encode_batch_fast (no character offsets). Wall-clock figures need idle "
         "cores to show the 2-worker speed-up; tokens per CPU-second (all processes) is what the work costs "
-        "whatever the load. The 2-process HF row is the like-for-like peer of 2 workers: on this machine two "
-        "CPU-bound processes side by side each need more CPU time than one alone, for megazoo and the peer alike. The numpy reader peers are bare slicing with every offset known in advance: "
+        "whatever the load (run on a busy machine, the 2-worker wall-clock gain disappears for megazoo and "
+        "the 2-process peer alike). The 2-process HF row is the like-for-like peer of 2 workers. "
+        "The numpy reader peers are bare slicing with every offset known in advance: "
         "the floor of what reading the raw .bin can cost.",
         "",
     ]
