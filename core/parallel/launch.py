@@ -21,7 +21,7 @@ import time
 import traceback
 
 # how long spawn() keeps listening for other ranks' failures after the first one
-FAILURE_GRACE_S = 3.0
+FAILURE_GRACE_S = 5.0
 
 
 def free_port() -> int:
