@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("megazoo.eval.cli", "zero-shot suites, task evaluators, the leaderboard runner"),
     "export-hf": ("megazoo.zoo.cli_export", "export a megazoo checkpoint to a Hugging Face folder"),
     "import-hf": ("megazoo.zoo.cli_import", "import a Hugging Face folder into a megazoo checkpoint"),
+    "generate": ("megazoo.zoo.cli_generate", "continue prompts with a checkpoint at any TP/PP layout"),
     "zoo": ("megazoo.zoo.cli_zoo", "list and show the named model cards"),
     "plan": ("megazoo.zoo.cli_plan", "memory and throughput planner for cluster-scale layouts"),
     "preprocess": ("megazoo.core.data.cli", "text/JSONL -> Megatron .bin/.idx"),

@@ -57,11 +57,14 @@ def read_meta(dir) -> dict:
     return meta
 
 
+def _training_checkpoint_files(path: Path) -> bool:
+    return path.is_dir() and ((path / "meta.json").exists() or (path / "latest").exists() or any(path.glob("iter_*")))
+
+
 def _training_checkpoint(dir) -> tuple[dict, dict[str, torch.Tensor]] | None:
     """(meta, full state) of a megazoo.core.checkpoint checkpoint, or None if `dir` is not one."""
     path = Path(dir)
-    if not path.is_dir() or not ((path / "meta.json").exists() or (path / "latest").exists()
-                                 or any(path.glob("iter_*"))):
+    if not _training_checkpoint_files(path):
         return None
     from megazoo.core.checkpoint import load_full_model_state
 
@@ -87,6 +90,20 @@ def load_model(dir) -> tuple[str, dict, dict[str, torch.Tensor]]:
     if not weights.exists():
         raise CheckpointError(f"{weights} is missing: the checkpoint is incomplete")
     return meta["arch"], meta["config"], load_file(str(weights))
+
+
+def model_config(dir) -> tuple[str, dict]:
+    """(arch, config dict) of an import-hf or training checkpoint, without reading its weights."""
+    if not (Path(dir) / "model.yaml").exists() and _training_checkpoint_files(Path(dir)):
+        from megazoo.core.checkpoint import open_checkpoint
+
+        _, record = open_checkpoint(dir)
+        meta = record.get("meta") or {}
+        if "arch" not in meta or not isinstance(meta.get("model"), dict):
+            raise CheckpointError(f"{dir}: the training checkpoint records no architecture and model config")
+        return meta["arch"], {k: v for k, v in meta["model"].items() if k != "arch"}
+    meta = read_meta(dir)
+    return meta["arch"], meta["config"]
 
 
 def tokenizer_dir(dir) -> Path | None:

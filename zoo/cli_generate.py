@@ -1,0 +1,155 @@
+"""`megazoo generate CHECKPOINT --prompt TEXT`: continue prompts with a checkpoint, at any layout.
+
+    megazoo generate runs/quickstart/checkpoints --prompt "The module" --max-new-tokens 40
+    megazoo generate smollm2 --prompt "Hello" --do-sample --top-p 0.9 --tp 2 --pp 2    # 4 local ranks
+
+CHECKPOINT is an `import-hf` folder or a training checkpoint (a run's checkpoints/ folder or one
+iter_N in it) with its tokenizer; GPT/Llama decoders, and T5 (tensor parallelism only). With
+--tp/--pp/--vpp above 1 the model is split over tp x pp local ranks (gloo on CPU, nccl on GPUs),
+every rank draws the same tokens, and rank 0 prints them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+PROG = "megazoo generate"
+DTYPES = ("fp32", "bf16")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", help="an import-hf folder or a training checkpoint (with its tokenizer)")
+    parser.add_argument("--prompt", action="append", required=True, help="a prompt (repeat for a batch)")
+    parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument("--do-sample", action="store_true", help="sample (default: greedy)")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top-k", type=int, default=0)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--repetition-penalty", type=float, default=1.0)
+    parser.add_argument("--stop", action="append", default=None, help="a stop string (repeatable)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks")
+    parser.add_argument("--pp", type=int, default=1, help="pipeline stages")
+    parser.add_argument("--vpp", type=int, default=1, help="model chunks per pipeline rank")
+    parser.add_argument("--dtype", choices=DTYPES, default="fp32")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per prompt")
+
+
+def run(args) -> int:
+    from megazoo.core.parallel.launch import launch_local
+
+    for name in ("tp", "pp", "vpp", "max_new_tokens"):
+        if getattr(args, name) < 1:
+            print(f"{PROG}: error: --{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}",
+                  file=sys.stderr)
+            return 2
+    if args.vpp > 1 and args.pp == 1:
+        print(f"{PROG}: error: --vpp {args.vpp} needs --pp > 1", file=sys.stderr)
+        return 2
+    payload = {k: v for k, v in vars(args).items() if k != "func"}
+    try:
+        check(payload)  # before any rank starts: one clear message instead of one per rank
+    except Exception as e:  # noqa: BLE001 - every reason a checkpoint cannot be used is reported the same way
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    nproc = args.tp * args.pp
+    if nproc == 1:
+        return generate_here(payload)
+    return launch_local(rank_main, payload, nproc, PROG)
+
+
+def check(payload: dict) -> None:
+    """Raise if the checkpoint cannot generate at this layout (architecture, tokenizer, layout)."""
+    from megazoo.zoo.hf import check_layout, config_from_dict
+    from megazoo.zoo.io import model_config, tokenizer_dir
+
+    arch, cfg_dict = model_config(payload["checkpoint"])
+    if arch not in ("gpt", "llama", "t5"):
+        raise ValueError(f"{payload['checkpoint']} holds a {arch!r} model; generation needs a decoder (gpt, llama) "
+                         "or t5")
+    tok_dir = tokenizer_dir(payload["checkpoint"])
+    if tok_dir is None:
+        raise ValueError(f"{payload['checkpoint']} has no tokenizer; import it with its tokenizer folder")
+    cfg = config_from_dict(arch, cfg_dict)
+    from transformers import AutoTokenizer
+
+    n = len(AutoTokenizer.from_pretrained(str(tok_dir)))
+    if n > cfg.vocab_size:
+        raise ValueError(f"{payload['checkpoint']}: its tokenizer has {n} tokens but the model only {cfg.vocab_size}; "
+                         "it was trained on synthetic data (data.synthetic) or with another tokenizer, so it cannot "
+                         "read text")
+    check_layout(arch, cfg, payload["tp"], payload["pp"])
+
+
+def rank_main(payload: dict) -> None:
+    from megazoo.core.parallel.launch import setup_rank, teardown_rank
+
+    _, world = setup_rank()
+    try:
+        if generate_here(payload) != 0:
+            raise SystemExit(2)
+    finally:
+        teardown_rank(world)
+
+
+def load(payload: dict, ctx):
+    """(arch, this rank's model or chunks, tokenizer) of the checkpoint at this rank's layout."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from megazoo.core.parallel.pipeline import build_chunks
+    from megazoo.zoo.hf import build_model, config_from_dict, load_full_state
+    from megazoo.zoo.io import load_model, tokenizer_dir
+
+    check(payload)
+    arch, cfg_dict, state = load_model(payload["checkpoint"])
+    tok_dir = tokenizer_dir(payload["checkpoint"])
+    cfg = config_from_dict(arch, cfg_dict)
+    dtype = torch.bfloat16 if payload["dtype"] == "bf16" else None
+    if ctx.pp == 1:
+        model = load_full_state(build_model(arch, cfg, ctx, dtype=dtype), state, ctx).eval()
+    else:
+        model = build_chunks(lambda **kw: build_model(arch, cfg, ctx, dtype=dtype, **kw), cfg.num_layers, ctx)
+        model = [load_full_state(c, state, ctx).eval() for c in model]
+    return arch, model, AutoTokenizer.from_pretrained(str(tok_dir))
+
+
+def generate_here(payload: dict) -> int:
+    """Generate on this rank (alone, or one rank of an initialised world); rank 0 prints."""
+    import torch.distributed as dist
+
+    from megazoo.core.parallel.context import ParallelConfig, ParallelContext
+    from megazoo.zoo.generate import generate
+    from megazoo.zoo.hf import HFImportError, LayoutError
+    from megazoo.zoo.io import CheckpointError
+
+    distributed = dist.is_available() and dist.is_initialized()
+    ctx = (ParallelContext.build(ParallelConfig(tp=payload["tp"], pp=payload["pp"], vpp=payload["vpp"]))
+           if distributed else ParallelContext.single())
+    try:
+        arch, model, tok = load(payload, ctx)
+    except (CheckpointError, HFImportError, LayoutError, ValueError, FileNotFoundError) as e:
+        if ctx.rank == 0:
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    prompts = [tok(p, add_special_tokens=arch == "t5")["input_ids"] for p in payload["prompt"]]
+    start = time.perf_counter()
+    out = generate(model, prompts, payload["max_new_tokens"], do_sample=payload["do_sample"],
+                   temperature=payload["temperature"], top_k=payload["top_k"], top_p=payload["top_p"],
+                   repetition_penalty=payload["repetition_penalty"], eos_token_id=tok.eos_token_id,
+                   pad_token_id=tok.pad_token_id, stop_strings=payload["stop"], tokenizer=tok, seed=payload["seed"])
+    seconds = time.perf_counter() - start
+    if ctx.rank == 0:
+        for prompt, new in zip(payload["prompt"], out):
+            text = tok.decode(new, skip_special_tokens=True)
+            if payload["json"]:
+                print(json.dumps({"prompt": prompt, "continuation": text, "tokens": new}))
+            else:
+                print(f"{prompt}\033[1m{text}\033[0m" if sys.stdout.isatty() else prompt + text)
+        n = sum(len(o) for o in out)
+        layout = f"tp {ctx.tp} x pp {ctx.pp}" + (f", vpp {ctx.vpp}" if ctx.vpp > 1 else "")
+        print(f"{n} new tokens in {seconds:.2f} s ({n / max(seconds, 1e-9):.1f} tokens/s; {layout})", file=sys.stderr)
+    return 0
