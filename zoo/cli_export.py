@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("checkpoint", help="a megazoo model checkpoint folder (model.yaml + model.safetensors)")
+    parser.add_argument("checkpoint", help="an import-hf folder (model.yaml + model.safetensors) or a training "
+                                           "checkpoint (a run's checkpoints/ folder or one iter_N in it)")
     parser.add_argument("out_dir", help="the Hugging Face folder to create")
     parser.add_argument("--max-shard-size", default="2GB", help="split the weights into shards of at most this size (default 2GB)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default=None, help="cast the weights (default: as stored)")
@@ -27,7 +29,9 @@ def run(args) -> int:
     try:
         arch, cfg_dict, state = load_model(args.checkpoint)
         cfg = config_from_dict(arch, cfg_dict)
-        padded = read_meta(args.checkpoint).get("heads_padded_from")
+        # imported with --pad-heads (recorded in an import-hf folder's model.yaml; training checkpoints have none)
+        padded = read_meta(args.checkpoint).get("heads_padded_from") if (Path(args.checkpoint) / "model.yaml").exists() \
+            else None
         if padded:  # imported with --pad-heads: give the HF model its own head count back
             cfg, state = unpad_heads(arch, cfg, state, padded["num_kv_heads"])
         dtype = getattr(torch, DTYPES[args.dtype]) if args.dtype else None

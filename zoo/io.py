@@ -108,7 +108,7 @@ def model_config(dir) -> tuple[str, dict]:
 
 def tokenizer_dir(dir) -> Path | None:
     """The tokenizer files of a checkpoint: its tokenizer/ folder, or for a training checkpoint the
-    folder of the tokenizer it was trained with (`gpt2` or `hf:DIR`)."""
+    folder of the tokenizer it was trained with (`gpt2`, `bert-wordpiece` or `hf:DIR`)."""
     path = Path(dir) / "tokenizer"
     if path.is_dir() and any(path.iterdir()):
         return path
@@ -126,6 +126,10 @@ def tokenizer_dir(dir) -> Path | None:
         from megazoo.core.data.tokenizers import _gpt2_dir
 
         return _gpt2_dir()
+    if kind == "bert-wordpiece":  # bert-base-uncased's vocabulary, in an HF tokenizer folder
+        from megazoo.core.data.tokenizers import bert_vocab_file
+
+        return bert_vocab_file().parent
     if isinstance(kind, str) and kind.startswith("hf:"):
         return Path(kind[3:])
     return None

@@ -1,4 +1,8 @@
-"""The trainer's one door to data: global sample index -> (input_ids, labels), split into micro-batches.
+"""The trainer's one door to data: global sample index -> a sample, split into micro-batches.
+
+A source's `get(i)` returns (input_ids, labels) or a dict of same-shaped tensors per sample (a
+model builder's own data, e.g. BERT's input_ids, token_type_ids, attention_mask, labels, sop_labels);
+micro-batches are dicts of the stacked tensors.
 
 Step k of a run consumes global samples [c, c + global_batch) where c is the number of samples
 consumed so far; data-parallel rank r takes the r-th contiguous part of it and cuts it into
@@ -63,15 +67,23 @@ class CoreDataSource:
 
 def build_sources(cfg, builder) -> tuple:
     """(train, valid) sources: synthetic when `data.synthetic`, else megazoo.core.data's GPT datasets
-    over `data.path` (a prefix or a blend) or, when unset, the embedded corpus."""
+    over `data.path` (a prefix or a blend) or, when unset, the embedded corpus. A builder with
+    `data_sources(data_config, tokenizer, seed, num_samples)` (e.g. BERT's masked-LM samples) makes
+    its own from the same data."""
     if cfg.data.synthetic:
+        if hasattr(builder, "data_sources"):
+            from megazoo.core.train.config import ConfigError
+
+            raise ConfigError(f"model.arch={builder.to_dict().get('arch')!r} trains on text: set data.synthetic=false "
+                              "(the embedded corpus, or data.path)")
         return tuple(SyntheticSource(builder.vocab_size, builder.seq_length, cfg.train.seed, split)
                      for split in ("train", "valid"))
     import torch.distributed as dist
 
     from megazoo.core.data import build_gpt_datasets, build_tokenizer
 
-    tokenizer = build_tokenizer(cfg.data.tokenizer)
+    # a builder may ask for sentinel ids (T5's span corruption)
+    tokenizer = build_tokenizer(cfg.data.tokenizer, extra_ids=getattr(builder, "tokenizer_extra_ids", 0))
     if tokenizer.vocab_size > builder.vocab_size:
         raise ValueError(f"data.tokenizer={cfg.data.tokenizer!r} has {tokenizer.vocab_size} tokens but model.vocab_size="
                          f"{builder.vocab_size}; set model.vocab_size >= {tokenizer.vocab_size}")
@@ -82,12 +94,16 @@ def build_sources(cfg, builder) -> tuple:
     # rank 0 tokenises and writes the index caches first; the others then read them
     if distributed and dist.get_rank() != 0:
         dist.barrier()
-    splits = build_gpt_datasets(data, tokenizer, seq_length=builder.seq_length, seed=t.seed, num_samples=wanted)
+    if hasattr(builder, "data_sources"):
+        sources = builder.data_sources(data, tokenizer, t.seed, wanted)
+    else:
+        splits = build_gpt_datasets(data, tokenizer, seq_length=builder.seq_length, seed=t.seed, num_samples=wanted)
+        sources = tuple(CoreDataSource(s) if s is not None else None for s in (splits.train, splits.valid))
     if distributed and dist.get_rank() == 0:
         dist.barrier()
-    if splits.valid is None:
+    if sources[1] is None:
         raise ValueError(f"data.split={cfg.data.split!r} leaves no validation data; give the valid split a weight")
-    return CoreDataSource(splits.train), CoreDataSource(splits.valid)
+    return sources
 
 
 class Batches:
@@ -103,10 +119,11 @@ class Batches:
         first = consumed + self.dp_rank * per_rank
         out = []
         for m in range(per_rank // self.micro_batch):
-            pairs = [self.source.get(first + m * self.micro_batch + i) for i in range(self.micro_batch)]
-            ids = torch.stack([p[0] for p in pairs])
-            labels = torch.stack([p[1] for p in pairs])
+            samples = [self.source.get(first + m * self.micro_batch + i) for i in range(self.micro_batch)]
+            if not isinstance(samples[0], dict):
+                samples = [{"input_ids": s[0], "labels": s[1]} for s in samples]
+            mb = {k: torch.stack([s[k] for s in samples]) for k in samples[0]}
             if self.device is not None and self.device.type != "cpu":
-                ids, labels = ids.to(self.device, non_blocking=True), labels.to(self.device, non_blocking=True)
-            out.append({"input_ids": ids, "labels": labels})
+                mb = {k: v.to(self.device, non_blocking=True) for k, v in mb.items()}
+            out.append(mb)
         return out

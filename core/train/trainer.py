@@ -5,7 +5,10 @@ Loss normalisation: before the forward pass the trainer counts the non-ignored l
 global batch (all micro-batches, summed over data parallelism). Each micro-batch contributes
 sum(per-token loss) / global_tokens, and data-parallel gradients are summed, not averaged. The
 gradient is therefore the gradient of the global-batch mean loss whatever the split into ranks and
-micro-batches: the accumulation/no_sync bug class cannot happen.
+micro-batches: the accumulation/no_sync bug class cannot happen. A model builder with its own
+objective (BERT: masked-LM mean over masked tokens + sentence-order mean over sequences) gives
+`loss_counts(micro_batches)` (its normalisers, summed here over the global batch) and
+`loss(output, micro_batch, counts)`, under the same rule.
 """
 
 from __future__ import annotations
@@ -122,6 +125,15 @@ class Trainer:
             dist.all_reduce(n, group=self.ctx.dp_group)
         return n
 
+    def _global_counts(self, micro_batches: list[dict]) -> dict[str, float]:
+        """The builder's loss normalisers over the whole global batch (summed over data parallelism)."""
+        local = self.builder.loss_counts(micro_batches)
+        keys = sorted(local)
+        t = torch.stack([torch.as_tensor(local[k], dtype=torch.float64).reshape(()) for k in keys]).to(self.ctx.device)
+        if self.ctx.dp > 1:
+            dist.all_reduce(t, group=self.ctx.dp_group)
+        return {k: max(float(v), 1.0) for k, v in zip(keys, t.tolist())}
+
     def _global_loss(self, loss_sum: torch.Tensor) -> float:
         """Sum the last stages' loss contributions of every dp rank (tp ranks hold copies)."""
         value = loss_sum.detach().to(torch.float64).reshape(1).to(self.ctx.device)
@@ -135,12 +147,18 @@ class Trainer:
     def train_step(self, micro_batches: list[dict]) -> dict:
         """One optimizer step on this rank's micro-batches of a global batch."""
         ctx = self.ctx
-        global_tokens = float(self._count_tokens(micro_batches).item())
         scale = self.scaler.scale
-        factor = scale / max(global_tokens, 1.0)
+        if hasattr(self.builder, "loss"):  # the model's own objective and normalisers
+            counts = self._global_counts(micro_batches)
 
-        def loss_fn(per_token: torch.Tensor, mb: dict) -> torch.Tensor:
-            return per_token.float().sum() * factor
+            def loss_fn(out, mb: dict) -> torch.Tensor:
+                return self.builder.loss(out, mb, counts) * scale
+        else:
+            global_tokens = float(self._count_tokens(micro_batches).item())
+            factor = scale / max(global_tokens, 1.0)
+
+            def loss_fn(per_token: torch.Tensor, mb: dict) -> torch.Tensor:
+                return per_token.float().sum() * factor
 
         self.optimizer.zero_grad(len(micro_batches))
         loss_sum = forward_backward(self.chunks, micro_batches, ctx, loss_fn, forward_only=False,
@@ -175,12 +193,18 @@ class Trainer:
         for c in self.chunks:
             c.eval()
         total, tokens = 0.0, 0.0
+        own = hasattr(self.builder, "loss")
         try:
             for i in range(iters):
                 mbs = self.valid_data.step(i * self.cfg.train.global_batch)
-                tokens += float(self._count_tokens(mbs).item())
-                loss_sum = forward_backward(self.chunks, mbs, self.ctx, lambda per_token, mb: per_token.float().sum(),
-                                            forward_only=True, hidden_size=self.builder.hidden_size, dtype=self.dtype)
+                if own:  # the model's objective per global batch, averaged over the batches
+                    counts = self._global_counts(mbs)
+                    fn, tokens = (lambda out, mb, counts=counts: self.builder.loss(out, mb, counts)), tokens + 1
+                else:  # token-weighted over every batch
+                    tokens += float(self._count_tokens(mbs).item())
+                    fn = lambda per_token, mb: per_token.float().sum()  # noqa: E731
+                loss_sum = forward_backward(self.chunks, mbs, self.ctx, fn, forward_only=True,
+                                            hidden_size=self.builder.hidden_size, dtype=self.dtype)
                 total += self._global_loss(loss_sum)
         finally:
             for c in self.chunks:

@@ -22,10 +22,10 @@ import torch
 from torch.autograd.graph import saved_tensors_hooks
 
 from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.parallel.pipeline.no_pipelining import EXTRA_INPUTS
 from megazoo.core.parallel.pipeline.p2p import exchange, wait_all
 from megazoo.core.parallel.pipeline.schedules import comm_plan, rank_table
 
-EXTRA_INPUTS = ("position_ids", "attention_mask")
 
 
 class _Meter:

@@ -1,0 +1,127 @@
+"""The trainer's entry to T5 (entry point `t5` in the "megazoo.models" group): span-corruption
+pretraining on megazoo.core.data's T5 samples, at any TP/SP/DP layout (no pipeline parallelism,
+as in Megatron-LM).
+
+    megazoo train t5-tiny --set parallel.tp=2 --nproc 2
+
+Samples (core/data/t5.py: 15% noise in spans of mean length 3, each replaced by a sentinel) become
+micro-batch tensors: input_ids and attention_mask (encoder), decoder_input_ids and
+decoder_attention_mask, labels (-100 past the target). The loss is the target tokens' mean, as for
+GPT, so the trainer's own normalisation applies. The tokenizer gets 100 sentinel ids.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import fields
+
+import torch
+
+from megazoo.core.data.t5 import decoder_length_needed
+from megazoo.core.parallel.context import ParallelConfig, ParallelContext
+from megazoo.core.train.config import ConfigError, check_type
+from megazoo.zoo.t5.config import T5Config
+from megazoo.zoo.t5.model import T5Model
+
+IGNORE = -100
+SENTINELS = 100
+
+
+class T5Samples:
+    """A core.data T5 dataset as the trainer's source: global index -> dict of tensors."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def get(self, index: int) -> dict[str, torch.Tensor]:
+        item = self.dataset[index % len(self.dataset)]
+        labels = torch.as_tensor(item["labels"]).long()
+        return {"input_ids": torch.as_tensor(item["text_enc"]).long(),
+                "attention_mask": torch.as_tensor(item["enc_mask"]).long(),
+                "decoder_input_ids": torch.as_tensor(item["text_dec"]).long(),
+                "decoder_attention_mask": torch.as_tensor(item["dec_mask"]).long(),
+                "labels": torch.where(torch.as_tensor(item["loss_mask"]) == 1, labels, IGNORE)}
+
+
+class T5Builder:
+    tokenizer_extra_ids = SENTINELS  # the trainer builds data.tokenizer with this many sentinels
+
+    def __init__(self, model: dict, recompute: str = "none"):
+        model = dict(model)
+        self.arch = model.pop("arch", "t5")
+        valid = {f.name: f for f in fields(T5Config) if f.name != "recompute"}
+        for key, value in model.items():
+            if key not in valid:
+                close = difflib.get_close_matches(key, list(valid), n=1)
+                hint = f"; did you mean `model.{close[0]}`?" if close else ""
+                raise ConfigError(f"unknown key `model.{key}`{hint}")
+            model[key] = check_type(f"model.{key}", value, valid[key].type)
+        if recompute != "none":
+            raise ConfigError(f"recompute={recompute}: activation recomputation is not implemented for T5; use none")
+        try:
+            self.config: T5Config = T5Config(**model)
+        except ValueError as e:
+            raise ConfigError(f"model: {e}") from None
+
+    @property
+    def hidden_size(self) -> int:
+        return self.config.hidden_size
+
+    @property
+    def seq_length(self) -> int:
+        return self.config.seq_length
+
+    @property
+    def vocab_size(self) -> int:
+        return self.config.vocab_size
+
+    def to_dict(self) -> dict:
+        d = {"arch": self.arch, **self.config.to_dict()}
+        d.pop("recompute")
+        return d
+
+    def check_layout(self, parallel: ParallelConfig) -> None:
+        if parallel.pp > 1:
+            raise ConfigError(f"parallel.pp={parallel.pp}: T5 does not support pipeline parallelism (as in "
+                              "Megatron-LM); use tensor and sequence parallelism with parallel.pp=1")
+        try:
+            self.config.check_tensor_parallel(parallel.tp)
+        except ValueError as e:
+            raise ConfigError(f"model: {e}") from None
+        if parallel.sp and self.config.seq_length % parallel.tp:
+            raise ConfigError(f"model.seq_length={self.config.seq_length} is not divisible by parallel.tp="
+                              f"{parallel.tp} (sequence parallelism splits the sequence)")
+
+    def chunks(self, ctx: ParallelContext, seed: int, device=None) -> list[T5Model]:
+        return [T5Model(self.config, ctx, dtype=torch.float32, device=device or ctx.device).initialize(seed)]
+
+    def flops_per_iteration(self, batch: int, tp: int = 1) -> float:
+        """Megatron's counting (6 FLOPs per weight and token, attention scores) for the encoder over
+        seq_length tokens and the decoder (self- and cross-attention) over its target length."""
+        c = self.config
+        se, sd = c.seq_length, decoder_length_needed(c.seq_length - 1)
+        h, f, q, k = c.hidden_size, c.ffn_hidden_size, c.kv_channels * c.num_heads, c.kv_channels * c.num_kv_heads
+        E = 3 if c.activation in ("geglu", "swiglu") else 2
+        attn = h * (q + 2 * k) + q * h
+        enc = 6 * se * c.num_layers * (attn + E * h * f) + 12 * q * se * se * c.num_layers
+        dec = (6 * sd * c.num_decoder_layers * (2 * attn + E * h * f) + 6 * q * sd * sd * c.num_decoder_layers
+               + 12 * q * sd * se * c.num_decoder_layers + 6 * sd * h * c.padded_vocab(tp))
+        return float(batch * (enc + dec))
+
+    def num_parameters(self, tp: int = 1) -> int:
+        model = T5Model(self.config, ParallelContext.single(), device="meta")
+        extra_rows = self.config.padded_vocab(tp) - self.config.padded_vocab(1)
+        return sum(p.numel() for p in model.parameters()) + extra_rows * self.config.hidden_size
+
+    def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:
+        from megazoo.core.data import build_t5_datasets
+
+        splits = build_t5_datasets(data, tokenizer, self.config.seq_length, seed, num_samples)
+        return tuple(T5Samples(s) if s is not None else None for s in (splits.train, splits.valid))
+
+
+def build(model: dict, recompute: str = "none") -> T5Builder:
+    return T5Builder(model, recompute)
