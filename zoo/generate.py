@@ -159,7 +159,8 @@ def generate(model, prompts, max_new_tokens: int = 20, *, do_sample: bool = Fals
     eos_token_id: an int or a list of ints; min_new_tokens: end tokens are not drawn before that
     many new tokens (as transformers). Works for GPTModel (GPT/Llama, sp off; with pp > 1 pass this
     rank's list of chunks, and call it on every rank of the pipeline) and T5Model."""
-    cfg = model[0].cfg if isinstance(model, (list, tuple)) else model.cfg
+    chunks = list(model) if isinstance(model, (list, tuple)) else [model]
+    cfg = chunks[0].cfg
     eos = set([eos_token_id] if isinstance(eos_token_id, int) else (eos_token_id or []))
     if pad_token_id is None:
         pad_token_id = getattr(cfg, "pad_token_id", None) or (min(eos) if eos else 0)
@@ -170,11 +171,10 @@ def generate(model, prompts, max_new_tokens: int = 20, *, do_sample: bool = Fals
         if isinstance(prompts[0], int):
             prompts = [prompts]
         ids, mask = _pad_left(prompts, pad_token_id)
-    first = model[0] if isinstance(model, (list, tuple)) else model
-    device = next(first.parameters()).device
+    device = next(chunks[0].parameters()).device
     ids, mask = ids.to(device), mask.to(device)
     start = decoder_start_token_id if decoder_start_token_id is not None else getattr(cfg, "decoder_start_token_id", 0)
-    for m in (model if isinstance(model, (list, tuple)) else [model]):
+    for m in chunks:
         m.eval()
     step = _step_fn(model, ids, mask, use_cache, start)
     b, vocab = ids.shape[0], cfg.vocab_size

@@ -4,8 +4,8 @@
 in each, calls fn(*args) and returns the list of per-rank results (picklable values). A rank that
 raises fails the whole call with its traceback, together with those of the ranks that fail within
 a few seconds of it (ranks that time out together report in any order); a run that outlives
-`timeout` is killed and reported, so a hang becomes a failure. Each rank uses one torch thread by default, so N ranks fit
-on few cores.
+`timeout` is killed and reported, so a hang becomes a failure. Each rank uses one torch thread by
+default, so N ranks fit on few cores.
 """
 
 from __future__ import annotations

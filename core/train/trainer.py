@@ -192,24 +192,30 @@ class Trainer:
         iters = iters or self.cfg.train.eval_iters
         for c in self.chunks:
             c.eval()
-        total, tokens = 0.0, 0.0
+        # GPT-style: token-weighted over every batch; a builder's own objective: its per-batch loss,
+        # averaged over the batches
         own = hasattr(self.builder, "loss")
+        total, weight = 0.0, 0.0
         try:
             for i in range(iters):
                 mbs = self.valid_data.step(i * self.cfg.train.global_batch)
-                if own:  # the model's objective per global batch, averaged over the batches
+                if own:
                     counts = self._global_counts(mbs)
-                    fn, tokens = (lambda out, mb, counts=counts: self.builder.loss(out, mb, counts)), tokens + 1
-                else:  # token-weighted over every batch
-                    tokens += float(self._count_tokens(mbs).item())
-                    fn = lambda per_token, mb: per_token.float().sum()  # noqa: E731
+
+                    def fn(out, mb, counts=counts):
+                        return self.builder.loss(out, mb, counts)
+                    weight += 1.0
+                else:
+                    def fn(per_token, mb):
+                        return per_token.float().sum()
+                    weight += float(self._count_tokens(mbs).item())
                 loss_sum = forward_backward(self.chunks, mbs, self.ctx, fn, forward_only=True,
                                             hidden_size=self.builder.hidden_size, dtype=self.dtype)
                 total += self._global_loss(loss_sum)
         finally:
             for c in self.chunks:
                 c.train()
-        loss = total / max(tokens, 1.0)
+        loss = total / max(weight, 1.0)
         return {"step": self.step, "split": "valid", "loss": loss, "ppl": math.exp(min(loss, 700.0))}
 
     def fit(self) -> dict:

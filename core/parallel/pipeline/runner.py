@@ -27,7 +27,6 @@ from megazoo.core.parallel.pipeline.p2p import exchange, wait_all
 from megazoo.core.parallel.pipeline.schedules import comm_plan, rank_table
 
 
-
 class _Meter:
     """Saved-activation accounting per (chunk, micro-batch)."""
 
