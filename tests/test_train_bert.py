@@ -9,18 +9,12 @@ import torch.nn.functional as F
 from megazoo.core.parallel.launch import spawn
 from megazoo.core.train import RunConfig, Trainer
 from megazoo.core.train.config import ConfigError
-from tests.test_train_parity import assert_same_run
-from tests.train_cases import one_thread, run_cases, train_losses
-
-STEPS = 10
+from tests.test_train_parity import assert_layouts_match
+from tests.train_cases import one_thread, run_cases, text_model
 
 
 def bert_tiny(run_dir, *overrides: str) -> RunConfig:
-    base = [f"train.steps={STEPS}", "train.global_batch=8", "train.micro_batch=2", "model.seq_length=32",
-            "model.dropout=0.0", "model.attention_dropout=0.0", "train.eval_iters=1", "log.progress=false",
-            "log.plot=false", "checkpoint.save=false", "checkpoint.resume=none", f"log.dir={run_dir}",
-            "train.warmup=2"]
-    return RunConfig.load("bert-tiny", base + list(overrides))
+    return text_model("bert-tiny", run_dir, *overrides)
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +58,7 @@ def _four_rank_cases(root: str) -> dict:
 
 def test_bert_layouts_match_one_process(reference, tmp_path):
     results = spawn(_four_rank_cases, 4, str(tmp_path), timeout=400)
-    for rank, per_rank in enumerate(results):
-        for name, result in per_rank.items():
-            assert_same_run(result, reference, f"{name} (rank {rank})", stage_only=True)
-    for name in ("tp2-pp2-sp", "dp2-tp2-zero"):
-        losses = train_losses(tmp_path / name)
-        assert all(abs(a - b) <= 1e-5 for a, b in zip(losses, reference["losses"])), name
+    assert_layouts_match(results, reference, tmp_path, ("tp2-pp2-sp", "dp2-tp2-zero"), stage_only=True)
 
 
 def test_bert_needs_text_and_a_large_enough_vocabulary(tmp_path):

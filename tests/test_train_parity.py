@@ -26,6 +26,16 @@ def assert_same_run(got: dict, ref: dict, tag: str, stage_only: bool = False) ->
         assert err <= TOL, f"{tag}: final {name} differs by {err:.3e}"
 
 
+def assert_layouts_match(results: list, reference: dict, root, dirs: tuple, stage_only: bool = False) -> None:
+    """Every rank's runs (spawn results) and the metrics.jsonl losses of the run dirs equal the reference."""
+    for rank, per_rank in enumerate(results):
+        for name, result in per_rank.items():
+            assert_same_run(result, reference, f"{name} (rank {rank})", stage_only=stage_only)
+    for name in dirs:
+        losses = train_losses(root / name)
+        assert all(abs(a - b) <= TOL for a, b in zip(losses, reference["losses"])), name
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     root = tmp_path_factory.mktemp("ref")
@@ -99,11 +109,7 @@ def test_pipeline_composes_with_zero_dp_tp_sp_and_recompute(reference, tmp_path)
     """3D parallelism through the real trainer: PP with the distributed optimizer over DP and full
     recompute, and PP with TP + SP, each equal to the single-process big batch."""
     results = spawn(_four_rank_cases, 4, str(tmp_path), timeout=400)
-    for rank, per_rank in enumerate(results):
-        for name, result in per_rank.items():
-            assert_same_run(result, reference, f"{name} (rank {rank})", stage_only=True)
+    assert_layouts_match(results, reference, tmp_path, ("pp2-dp2-zero", "tp2-pp2-sp"), stage_only=True)
     for name in ("pp2-dp2-zero", "tp2-pp2-sp"):
-        losses = train_losses(tmp_path / name)
-        assert all(abs(a - b) <= TOL for a, b in zip(losses, reference["losses"])), name
         norms = grad_norms(tmp_path / name)
         assert all(abs(a - b) <= TOL for a, b in zip(norms, reference["grad_norms"])), (name, norms)

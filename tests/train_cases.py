@@ -25,6 +25,16 @@ def tiny(run_dir, *overrides: str) -> RunConfig:
     return RunConfig.load("gpt-tiny", base + list(overrides))
 
 
+def text_model(recipe: str, run_dir, *overrides: str) -> RunConfig:
+    """bert-tiny / t5-tiny shrunk for tests: 10 steps of 8 sequences of 32 tokens of the embedded
+    corpus, no dropout, quiet, no checkpoints."""
+    base = ["train.steps=10", "train.global_batch=8", "train.micro_batch=2", "model.seq_length=32",
+            "model.dropout=0.0", "model.attention_dropout=0.0", "train.eval_iters=1", "log.progress=false",
+            "log.plot=false", "checkpoint.save=false", "checkpoint.resume=none", f"log.dir={run_dir}",
+            "train.warmup=2"]
+    return RunConfig.load(recipe, base + list(overrides))
+
+
 def metrics(run_dir) -> list[dict]:
     return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
 

@@ -12,77 +12,40 @@ with the binary head, the sentence-order loss averaged over its sequences.
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import fields
-
 import torch
 import torch.nn.functional as F
 
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
 from megazoo.core.parallel.pipeline.stages import StageSplitError, chunk_ranges, split_layers
-from megazoo.core.train.config import ConfigError, check_type
+from megazoo.core.train.config import ConfigError
 from megazoo.zoo.bert.config import BertConfig, megatron_bert, original_bert
 from megazoo.zoo.bert.model import BertModel
+from megazoo.zoo.builder_base import ModelBuilder, Samples, parse_model_section
 from megazoo.zoo.gpt.config import flops_per_iteration
 
 IGNORE = -100
 
 
-class BertSamples:
-    """A core.data BERT dataset as the trainer's source: global index -> dict of tensors."""
-
-    def __init__(self, dataset):
-        self.dataset = dataset
-
-    def __len__(self) -> int:
-        return len(self.dataset)
-
-    def get(self, index: int) -> dict[str, torch.Tensor]:
-        item = self.dataset[index % len(self.dataset)]
-        labels = torch.as_tensor(item["labels"]).long()
-        return {"input_ids": torch.as_tensor(item["text"]).long(),
-                "token_type_ids": torch.as_tensor(item["types"]).long(),
-                "attention_mask": torch.as_tensor(item["padding_mask"]).long(),
-                "labels": torch.where(torch.as_tensor(item["loss_mask"]) == 1, labels, IGNORE),
-                "sop_labels": torch.as_tensor(item["is_random"]).long()}
+def bert_sample(item: dict) -> dict[str, torch.Tensor]:
+    """A core.data BERT item as the model's inputs (labels -100 where nothing is predicted)."""
+    labels = torch.as_tensor(item["labels"]).long()
+    return {"input_ids": torch.as_tensor(item["text"]).long(),
+            "token_type_ids": torch.as_tensor(item["types"]).long(),
+            "attention_mask": torch.as_tensor(item["padding_mask"]).long(),
+            "labels": torch.where(torch.as_tensor(item["loss_mask"]) == 1, labels, IGNORE),
+            "sop_labels": torch.as_tensor(item["is_random"]).long()}
 
 
-class BertBuilder:
+class BertBuilder(ModelBuilder):
     def __init__(self, model: dict, recompute: str = "none"):
-        model = dict(model)
-        self.arch = model.pop("arch", "bert")
-        valid = {f.name: f for f in fields(BertConfig) if f.name != "recompute"}
-        for key, value in model.items():
-            if key not in valid:
-                close = difflib.get_close_matches(key, list(valid), n=1)
-                hint = f"; did you mean `model.{close[0]}`?" if close else ""
-                raise ConfigError(f"unknown key `model.{key}`{hint}")
-            model[key] = check_type(f"model.{key}", value, valid[key].type)
-        make = original_bert if model.get("post_norm") else megatron_bert
+        self.arch, kwargs = parse_model_section(model, BertConfig, "bert")
+        make = original_bert if kwargs.get("post_norm") else megatron_bert
         try:
-            self.config: BertConfig = make(**model, recompute=recompute)
+            self.config: BertConfig = make(**kwargs, recompute=recompute)
         except ValueError as e:
             raise ConfigError(f"model: {e}") from None
         if not self.config.add_lm_head:
             raise ConfigError("model.add_lm_head=false: BERT pretraining needs the masked-LM head")
-
-    # what the trainer asks ------------------------------------------------------------------
-    @property
-    def hidden_size(self) -> int:
-        return self.config.hidden_size
-
-    @property
-    def seq_length(self) -> int:
-        return self.config.seq_length
-
-    @property
-    def vocab_size(self) -> int:
-        return self.config.vocab_size
-
-    def to_dict(self) -> dict:
-        d = {"arch": self.arch, **self.config.to_dict()}
-        d.pop("recompute")
-        return d
 
     def check_layout(self, parallel: ParallelConfig) -> None:
         cfg = self.config
@@ -91,9 +54,7 @@ class BertBuilder:
             split_layers(cfg.num_layers, parallel.pp, parallel.vpp)
         except (ValueError, StageSplitError) as e:
             raise ConfigError(f"model: {e}") from None
-        if parallel.sp and cfg.seq_length % parallel.tp:
-            raise ConfigError(f"model.seq_length={cfg.seq_length} is not divisible by parallel.tp={parallel.tp} "
-                              "(sequence parallelism splits the sequence)")
+        self.check_sequence_parallel(parallel)
 
     def chunks(self, ctx: ParallelContext, seed: int, device=None) -> list[BertModel]:
         stages = ctx.pp * ctx.vpp
@@ -125,7 +86,7 @@ class BertBuilder:
 
         splits = build_bert_datasets(data, tokenizer, self.config.seq_length, seed, num_samples,
                                      binary_head=self.config.add_binary_head)
-        return tuple(BertSamples(s) if s is not None else None for s in (splits.train, splits.valid))
+        return tuple(Samples(s, bert_sample) if s is not None else None for s in (splits.train, splits.valid))
 
     def loss_counts(self, micro_batches: list[dict]) -> dict[str, torch.Tensor]:
         return {"masked": sum((mb["labels"] != IGNORE).sum() for mb in micro_batches),

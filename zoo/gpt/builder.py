@@ -12,53 +12,25 @@ gradients and the trainer reduces them after that.
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import fields
-
 import torch
 
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
 from megazoo.core.parallel.pipeline.stages import StageSplitError, chunk_ranges, split_layers
-from megazoo.core.train.config import ConfigError, check_type
+from megazoo.core.train.config import ConfigError
+from megazoo.zoo.builder_base import ModelBuilder, parse_model_section
 from megazoo.zoo.gpt.config import GPTConfig, flops_per_iteration, gpt2_layout, llama_layout, num_parameters
 from megazoo.zoo.gpt.model import GPTModel
 
 LAYOUTS = {"gpt": gpt2_layout, "llama": llama_layout}
 
 
-class GPTBuilder:
+class GPTBuilder(ModelBuilder):
     def __init__(self, model: dict, recompute: str = "none"):
-        model = dict(model)
-        self.arch = model.pop("arch", "gpt")
-        valid = {f.name: f for f in fields(GPTConfig) if f.name != "recompute"}
-        for key, value in model.items():
-            if key not in valid:
-                close = difflib.get_close_matches(key, list(valid), n=1)
-                hint = f"; did you mean `model.{close[0]}`?" if close else ""
-                raise ConfigError(f"unknown key `model.{key}`{hint}")
-            model[key] = check_type(f"model.{key}", value, valid[key].type)
+        self.arch, kwargs = parse_model_section(model, GPTConfig, "gpt")
         try:
-            self.config: GPTConfig = LAYOUTS[self.arch](**model, recompute=recompute)
+            self.config: GPTConfig = LAYOUTS[self.arch](**kwargs, recompute=recompute)
         except ValueError as e:
             raise ConfigError(f"model: {e}") from None
-
-    # what the trainer asks ------------------------------------------------------------------
-    @property
-    def hidden_size(self) -> int:
-        return self.config.hidden_size
-
-    @property
-    def seq_length(self) -> int:
-        return self.config.seq_length
-
-    @property
-    def vocab_size(self) -> int:
-        return self.config.vocab_size
-
-    def to_dict(self) -> dict:
-        d = {"arch": self.arch, **self.config.to_dict()}
-        d.pop("recompute")
-        return d
 
     def check_layout(self, parallel: ParallelConfig) -> None:
         cfg = self.config
@@ -70,9 +42,7 @@ class GPTBuilder:
             split_layers(cfg.num_layers, parallel.pp, parallel.vpp)
         except StageSplitError as e:
             raise ConfigError(f"model.num_layers={cfg.num_layers}: {e}") from None
-        if parallel.sp and cfg.seq_length % parallel.tp:
-            raise ConfigError(f"model.seq_length={cfg.seq_length} is not divisible by parallel.tp={parallel.tp} "
-                              "(sequence parallelism splits the sequence)")
+        self.check_sequence_parallel(parallel)
 
     def chunks(self, ctx: ParallelContext, seed: int, device=None) -> list[GPTModel]:
         cfg = self.config

@@ -12,14 +12,12 @@ GPT, so the trainer's own normalisation applies. The tokenizer gets 100 sentinel
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import fields
-
 import torch
 
 from megazoo.core.data.t5 import decoder_length_needed
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
-from megazoo.core.train.config import ConfigError, check_type
+from megazoo.core.train.config import ConfigError
+from megazoo.zoo.builder_base import ModelBuilder, Samples, parse_model_section
 from megazoo.zoo.t5.config import T5Config
 from megazoo.zoo.t5.model import T5Model
 
@@ -27,61 +25,27 @@ IGNORE = -100
 SENTINELS = 100
 
 
-class T5Samples:
-    """A core.data T5 dataset as the trainer's source: global index -> dict of tensors."""
-
-    def __init__(self, dataset):
-        self.dataset = dataset
-
-    def __len__(self) -> int:
-        return len(self.dataset)
-
-    def get(self, index: int) -> dict[str, torch.Tensor]:
-        item = self.dataset[index % len(self.dataset)]
-        labels = torch.as_tensor(item["labels"]).long()
-        return {"input_ids": torch.as_tensor(item["text_enc"]).long(),
-                "attention_mask": torch.as_tensor(item["enc_mask"]).long(),
-                "decoder_input_ids": torch.as_tensor(item["text_dec"]).long(),
-                "decoder_attention_mask": torch.as_tensor(item["dec_mask"]).long(),
-                "labels": torch.where(torch.as_tensor(item["loss_mask"]) == 1, labels, IGNORE)}
+def t5_sample(item: dict) -> dict[str, torch.Tensor]:
+    """A core.data T5 item as the model's inputs (labels -100 past the target)."""
+    labels = torch.as_tensor(item["labels"]).long()
+    return {"input_ids": torch.as_tensor(item["text_enc"]).long(),
+            "attention_mask": torch.as_tensor(item["enc_mask"]).long(),
+            "decoder_input_ids": torch.as_tensor(item["text_dec"]).long(),
+            "decoder_attention_mask": torch.as_tensor(item["dec_mask"]).long(),
+            "labels": torch.where(torch.as_tensor(item["loss_mask"]) == 1, labels, IGNORE)}
 
 
-class T5Builder:
+class T5Builder(ModelBuilder):
     tokenizer_extra_ids = SENTINELS  # the trainer builds data.tokenizer with this many sentinels
 
     def __init__(self, model: dict, recompute: str = "none"):
-        model = dict(model)
-        self.arch = model.pop("arch", "t5")
-        valid = {f.name: f for f in fields(T5Config) if f.name != "recompute"}
-        for key, value in model.items():
-            if key not in valid:
-                close = difflib.get_close_matches(key, list(valid), n=1)
-                hint = f"; did you mean `model.{close[0]}`?" if close else ""
-                raise ConfigError(f"unknown key `model.{key}`{hint}")
-            model[key] = check_type(f"model.{key}", value, valid[key].type)
+        self.arch, kwargs = parse_model_section(model, T5Config, "t5")
         if recompute != "none":
             raise ConfigError(f"recompute={recompute}: activation recomputation is not implemented for T5; use none")
         try:
-            self.config: T5Config = T5Config(**model)
+            self.config: T5Config = T5Config(**kwargs)
         except ValueError as e:
             raise ConfigError(f"model: {e}") from None
-
-    @property
-    def hidden_size(self) -> int:
-        return self.config.hidden_size
-
-    @property
-    def seq_length(self) -> int:
-        return self.config.seq_length
-
-    @property
-    def vocab_size(self) -> int:
-        return self.config.vocab_size
-
-    def to_dict(self) -> dict:
-        d = {"arch": self.arch, **self.config.to_dict()}
-        d.pop("recompute")
-        return d
 
     def check_layout(self, parallel: ParallelConfig) -> None:
         if parallel.pp > 1:
@@ -91,9 +55,7 @@ class T5Builder:
             self.config.check_tensor_parallel(parallel.tp)
         except ValueError as e:
             raise ConfigError(f"model: {e}") from None
-        if parallel.sp and self.config.seq_length % parallel.tp:
-            raise ConfigError(f"model.seq_length={self.config.seq_length} is not divisible by parallel.tp="
-                              f"{parallel.tp} (sequence parallelism splits the sequence)")
+        self.check_sequence_parallel(parallel)
 
     def chunks(self, ctx: ParallelContext, seed: int, device=None) -> list[T5Model]:
         return [T5Model(self.config, ctx, dtype=torch.float32, device=device or ctx.device).initialize(seed)]
@@ -120,7 +82,7 @@ class T5Builder:
         from megazoo.core.data import build_t5_datasets
 
         splits = build_t5_datasets(data, tokenizer, self.config.seq_length, seed, num_samples)
-        return tuple(T5Samples(s) if s is not None else None for s in (splits.train, splits.valid))
+        return tuple(Samples(s, t5_sample) if s is not None else None for s in (splits.train, splits.valid))
 
 
 def build(model: dict, recompute: str = "none") -> T5Builder:

@@ -1,0 +1,69 @@
+"""What every architecture's trainer entry (gpt, bert, t5 builders) shares: reading the recipe's
+model section against a config dataclass, the sizes the trainer asks for, and adapting a
+megazoo.core.data dataset into a trainer source."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import fields
+from typing import Callable
+
+from megazoo.core.train.config import ConfigError, check_type
+
+
+def parse_model_section(model: dict, config_cls, default_arch: str) -> tuple[str, dict]:
+    """(arch, checked keyword arguments for config_cls) of a recipe's `model:` section; an unknown
+    key names the nearest valid one, a wrong type names the key."""
+    model = dict(model)
+    arch = model.pop("arch", default_arch)
+    valid = {f.name: f for f in fields(config_cls) if f.name != "recompute"}
+    for key, value in model.items():
+        if key not in valid:
+            close = difflib.get_close_matches(key, list(valid), n=1)
+            hint = f"; did you mean `model.{close[0]}`?" if close else ""
+            raise ConfigError(f"unknown key `model.{key}`{hint}")
+        model[key] = check_type(f"model.{key}", value, valid[key].type)
+    return arch, model
+
+
+class ModelBuilder:
+    """Subclasses set `arch` and `config` (a TransformerConfig with to_dict)."""
+
+    arch: str
+    config: object
+
+    @property
+    def hidden_size(self) -> int:
+        return self.config.hidden_size
+
+    @property
+    def seq_length(self) -> int:
+        return self.config.seq_length
+
+    @property
+    def vocab_size(self) -> int:
+        return self.config.vocab_size
+
+    def to_dict(self) -> dict:
+        d = {"arch": self.arch, **self.config.to_dict()}
+        d.pop("recompute")
+        return d
+
+    def check_sequence_parallel(self, parallel) -> None:
+        if parallel.sp and self.config.seq_length % parallel.tp:
+            raise ConfigError(f"model.seq_length={self.config.seq_length} is not divisible by parallel.tp="
+                              f"{parallel.tp} (sequence parallelism splits the sequence)")
+
+
+class Samples:
+    """A megazoo.core.data dataset as the trainer's source: global index -> convert(item), a dict
+    of tensors (indices wrap around the dataset)."""
+
+    def __init__(self, dataset, convert: Callable[[dict], dict]):
+        self.dataset, self.convert = dataset, convert
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def get(self, index: int) -> dict:
+        return self.convert(self.dataset[index % len(self.dataset)])
