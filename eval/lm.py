@@ -52,7 +52,19 @@ class TokenizerAdapter:
         return self.tok.decode(list(ids))
 
 
-class MegazooLM:
+class _Tokenized:
+    """encode/decode through the model's TokenizerAdapter (`self.tok`)."""
+
+    tok: TokenizerAdapter
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tok.decode(ids)
+
+
+class MegazooLM(_Tokenized):
     """A megazoo decoder at any layout: one model (any tensor-parallel degree), or this rank's
     pipeline chunks (a list). Every rank of the layout runs the same scoring calls; with pipeline
     parallelism the last stage's log-probabilities are broadcast, so every rank gets the scores."""
@@ -66,12 +78,6 @@ class MegazooLM:
         self.max_length = max_length or self.model.cfg.seq_length
         param = next(self.model.parameters())
         self.device, self.dtype = param.device, param.dtype
-
-    def encode(self, text: str) -> list[int]:
-        return self.tok.encode(text)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tok.decode(ids)
 
     @torch.no_grad()
     def logprobs(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -108,7 +114,7 @@ class MegazooLM:
         return new[:-1] if new and new[-1] == self.eot_id else new
 
 
-class HFCausalLM:
+class HFCausalLM(_Tokenized):
     """A transformers causal LM, the reference the harness is checked against."""
 
     def __init__(self, model, tokenizer, max_length: int | None = None, eot_id: int | None = None):
@@ -117,12 +123,6 @@ class HFCausalLM:
         self.eot_id = self.tok.eot_id
         self.max_length = max_length or getattr(model.config, "max_position_embeddings", None) or 2048
         self.device = next(model.parameters()).device
-
-    def encode(self, text: str) -> list[int]:
-        return self.tok.encode(text)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tok.decode(ids)
 
     @torch.no_grad()
     def logprobs(self, input_ids: torch.Tensor) -> torch.Tensor:

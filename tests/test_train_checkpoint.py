@@ -171,7 +171,7 @@ def test_reshard_through_the_trainer(tmp_path):
 # ------------------------------------------------------------------------------------------------
 # bad checkpoints
 
-def test_another_architecture_vocabulary_or_tokenizer_is_refused(tmp_path):
+def test_another_architecture_size_vocabulary_or_tokenizer_is_refused(tmp_path):
     with one_thread():
         t = Trainer(tiny(tmp_path, "checkpoint.save=true"))
         t.save()
@@ -180,6 +180,8 @@ def test_another_architecture_vocabulary_or_tokenizer_is_refused(tmp_path):
             Trainer(tiny(tmp_path, "checkpoint.resume=auto", "model.vocab_size=400"))
         with pytest.raises(CheckpointError, match=r"tokenizer='gpt2' there, tokenizer='other' in this run"):
             Trainer(tiny(tmp_path, "checkpoint.resume=auto", "data.tokenizer=other", "data.synthetic=true"))
+        with pytest.raises(CheckpointError, match=r"saved for another model: model.hidden_size=.*set model.hidden_size"):
+            Trainer(tiny(tmp_path, "checkpoint.resume=auto", "model.hidden_size=32"))
         with pytest.raises(CheckpointError,
                            match=r"saved for another model: arch='gpt' there, arch='llama' in this run"):
             Trainer(tiny(tmp_path, "checkpoint.resume=auto", "model.arch=llama"))

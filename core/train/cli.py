@@ -67,22 +67,31 @@ def run(args) -> int:
     return run_recipe_command(args, "megazoo train", RunConfig.load, _run_here)
 
 
-def _run_here(cfg_dict: dict) -> int:
-    """Run in this process: a single process, or one rank started by a launcher."""
+def run_in_rank(prog: str, body, errors: tuple = (ValueError, FileNotFoundError)) -> int:
+    """In this process (alone, or one rank started by a launcher): set up the rank, run
+    body(rank), report an expected error from rank 0 as `prog: error: ...` and return 1; 0 when
+    the body succeeds. The `run_here` functions of recipe commands are built on it."""
     from megazoo.core.parallel.launch import setup_rank, teardown_rank
-    from megazoo.core.train.config import RunConfig
-    from megazoo.core.train.trainer import TrainingStopped, train
 
     rank, world = setup_rank()
     try:
-        train(RunConfig.from_dict(cfg_dict))
-    except (TrainingStopped, ValueError, FileNotFoundError) as e:
+        body(rank)
+    except errors as e:
         if rank == 0:
-            print(f"megazoo train: error: {e}", file=sys.stderr)
+            print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
     finally:
         teardown_rank(world)
     return 0
+
+
+def _run_here(cfg_dict: dict) -> int:
+    """Run in this process: a single process, or one rank started by a launcher."""
+    from megazoo.core.train.config import RunConfig
+    from megazoo.core.train.trainer import TrainingStopped, train
+
+    return run_in_rank("megazoo train", lambda rank: train(RunConfig.from_dict(cfg_dict)),
+                       (TrainingStopped, ValueError, FileNotFoundError))
 
 
 def launch(cfg, nproc: int) -> int:

@@ -8,7 +8,6 @@ starts; `--nproc N` then starts N local ranks with torch.distributed's elastic l
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,20 +24,15 @@ def run(args) -> int:
 
 
 def _run_here(cfg_dict: dict) -> int:
-    from megazoo.core.parallel.launch import setup_rank, teardown_rank
+    from megazoo.core.train.cli import run_in_rank
     from megazoo.tasks.race.config import RaceConfig
     from megazoo.tasks.race.run import run_finetune
 
-    rank, world = setup_rank()
-    try:
+    def body(rank: int) -> None:
         summary = run_finetune(RaceConfig.from_dict(cfg_dict))
         if rank == 0:
             print(f"[race] done: {summary['steps']} steps in {summary['elapsed_s']:.1f}s; checkpoint "
                   f"{summary['checkpoint']}", flush=True)
-    except (ValueError, FileNotFoundError) as e:  # ReaderError, ConfigError, layout errors
-        if rank == 0:
-            print(f"megazoo task race finetune: error: {e}", file=sys.stderr)
-        return 1
-    finally:
-        teardown_rank(world)
-    return 0
+
+    # ValueError covers ReaderError, ConfigError and layout errors
+    return run_in_rank("megazoo task race finetune", body)
