@@ -104,8 +104,7 @@ def load(payload: dict, ctx):
     from megazoo.zoo.hf import build_model, config_from_dict, load_full_state
     from megazoo.zoo.io import load_model, tokenizer_dir
 
-    check(payload)
-    arch, cfg_dict, state = load_model(payload["checkpoint"])
+    arch, cfg_dict, state = load_model(payload["checkpoint"])  # run() has check()ed it
     tok_dir = tokenizer_dir(payload["checkpoint"])
     cfg = config_from_dict(arch, cfg_dict)
     dtype = torch.bfloat16 if payload["dtype"] == "bf16" else None
