@@ -42,6 +42,7 @@ class TrainConfig:
     eval_interval: int = 0  # 0: evaluate only at the end
     eval_iters: int = 2
     log_interval: int = 1
+    trainable: Any = "all"  # "all", or a list of parameter-name patterns (fnmatch; e.g. ["*adapter*"])
 
 
 @dataclass

@@ -29,6 +29,7 @@ from megazoo.core.train.config import RunConfig
 from megazoo.core.train.data import Batches, build_sources
 from megazoo.core.train.flops import peak_flops
 from megazoo.core.train.monitor import Monitor
+from megazoo.core.train.trainable import apply_trainable
 
 
 class TrainingStopped(RuntimeError):
@@ -52,6 +53,7 @@ class Trainer:
         self.chunks = self.builder.chunks(ctx, t.seed)
         for c in self.chunks:
             c.train()
+        apply_trainable(self.chunks, t.trainable)
         if cfg.precision.dtype == "fp16":
             p = cfg.precision
             scaler = DynamicScaler(p.initial_scale, p.min_scale, growth_interval=p.growth_interval,
