@@ -8,6 +8,8 @@ import difflib
 from dataclasses import fields
 from typing import Callable
 
+from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.train.builder import Builder
 from megazoo.core.train.config import ConfigError, check_type
 
 
@@ -26,11 +28,19 @@ def parse_model_section(model: dict, config_cls, default_arch: str) -> tuple[str
     return arch, model
 
 
-class ModelBuilder:
+class ModelBuilder(Builder):
     """Subclasses set `arch` and `config` (a TransformerConfig with to_dict)."""
 
     arch: str
     config: object
+    unused_ok: tuple[str, ...] = ()  # checkpoint tensors a task drops on purpose (train.init_from)
+
+    def load_weights(self, chunks, path, ctx) -> dict:
+        """train.init_from: this rank's slices of the pretrained folder's tensors (zoo/pretrained.py)."""
+        from megazoo.zoo.pretrained import load_into
+
+        full = self.chunks(ParallelContext.single(), 0, device="meta")[0]
+        return load_into(chunks, path, ctx, full, self.unused_ok)
 
     @property
     def hidden_size(self) -> int:

@@ -6,6 +6,8 @@ Each rank describes what it holds as a checkpoint state (see megazoo.core.checkp
     optimizer/exp_avg/<name>     Adam moments of the part of <name> this rank updates: the whole
     optimizer/exp_avg_sq/<name>  local parameter, or its ZeRO-1 range of the flattened parameter
     optimizer/main/<name>        fp32 main weights (bf16/fp16 runs only; fp32 runs update the model)
+                                 (optimizer entries exist for trainable parameters only: a frozen
+                                 one, see train.trainable, is stored under model/ alone)
     optimizer/step, scheduler, scaler, step, consumed_samples, skipped, losses   plain JSON values
     rng                          CPU (+CUDA) and per-chunk tracker generator states, per rank
 
@@ -42,7 +44,8 @@ def checkpoint_meta(trainer) -> dict:
     return {**expected_meta(trainer), "model": trainer.builder.to_dict(), "step": trainer.step,
             "consumed_samples": trainer.consumed_samples,
             "dtype": trainer.cfg.precision.dtype, "distributed_optimizer": bool(trainer.cfg.optim.distributed),
-            "name": trainer.cfg.name}
+            "name": trainer.cfg.name, **({"task": trainer.builder.task_dict() | {"name": trainer.cfg.task.get("name")}}
+                                         if trainer.cfg.task else {})}
 
 
 def _adam_state(trainer, fragment) -> dict:
@@ -155,6 +158,59 @@ def save(trainer, saver: AsyncCheckpointer | None = None) -> Path:
                            meta=checkpoint_meta(trainer), keep=cfg.checkpoint.keep)
 
 
+class BestTracker:
+    """checkpoint.best_metric: after each validation, a checkpoint whose metric beats every earlier
+    one is saved under <checkpoint dir>/best (one kept; `best.json` beside it says which step and
+    value). The run's own checkpoints and `resume=auto` do not look there."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.metric = cfg.checkpoint.best_metric
+        mode = cfg.checkpoint.best_mode
+        self.higher = mode == "max" or (mode == "auto" and self.metric not in ("loss", "ppl"))
+        self.value: float | None = None
+        self.step: int | None = None
+        path = self.root / "best.json"
+        if self.metric and path.is_file():  # a resumed run keeps beating its earlier best
+            import json
+
+            saved = json.loads(path.read_text())
+            if saved.get("metric") == self.metric:
+                self.value, self.step = saved.get("value"), saved.get("step")
+
+    @property
+    def root(self) -> Path:
+        return Path(self.cfg.checkpoint_dir()) / "best"
+
+    def update(self, trainer, record: dict) -> bool:
+        if not self.metric or not self.cfg.checkpoint.save:
+            return False
+        if self.metric not in record:
+            from megazoo.core.train.errors import ConfigError
+
+            known = sorted(k for k, v in record.items() if isinstance(v, (int, float)) and k != "step")
+            raise ConfigError(f"checkpoint.best_metric={self.metric!r} is not a validation metric of this run "
+                              f"(it has: {', '.join(known)})")
+        value = float(record[self.metric])
+        better = self.value is None or (value > self.value if self.higher else value < self.value)
+        if not better:
+            return False
+        self.value, self.step = value, trainer.step
+        save_checkpoint(self.root, trainer.step, training_state(trainer), trainer.ctx, meta=checkpoint_meta(trainer),
+                        keep=1)
+        if trainer.ctx.rank == 0:
+            from megazoo.core.checkpoint.storage import write_json
+
+            write_json(self.root / "best.json", {"metric": self.metric, "value": value, "step": trainer.step,
+                                                 "higher_is_better": self.higher})
+        return True
+
+    def summary(self) -> dict | None:
+        if not self.metric or self.value is None:
+            return None
+        return {"metric": self.metric, "value": self.value, "step": self.step, "path": str(self.root)}
+
+
 def find_checkpoint(resume, directory: str | Path) -> Path | None:
     """`auto`: the newest complete checkpoint under `directory` (None if none); `none`: None; else
     the given checkpoint (or the newest one under the given folder)."""
@@ -166,20 +222,29 @@ def find_checkpoint(resume, directory: str | Path) -> Path | None:
 LOW = ("bf16", "fp16")
 
 
-def _precision_template(state: dict, saved: str, now: str) -> dict:
+def _precision_template(state: dict, saved: str, now: str, frozen: set[str] = frozenset()) -> dict:
     """The training state to load a checkpoint saved in another precision into (views of this
     trainer's tensors, rearranged): the fp32 weights of the checkpoint (its model in an fp32 run,
     its main weights otherwise) fill this run's fp32 weights (its main weights in a bf16/fp16 run,
-    its model otherwise); the loss scaler starts afresh."""
+    its model otherwise); the loss scaler starts afresh. `frozen` parameters have no main weights
+    on either side: they load from the stored model as they are (cast to this run's dtype)."""
     state = dict(state, optimizer=dict(state["optimizer"]))
     state.pop("scaler")
+    model = state.pop("model")
+    kept = {k: v for k, v in model.items() if k in frozen}
     if saved not in LOW and now in LOW:  # fp32 -> low: the stored model is the fp32 master copy
-        state["model"] = state["optimizer"].pop("main")
+        state["model"] = {**kept, **state["optimizer"].pop("main")}
     elif saved in LOW and now not in LOW:  # low -> fp32: load the stored main weights into the model
-        state["optimizer"]["main"] = state.pop("model")
-    else:  # bf16 <-> fp16: main weights as they are; the low-precision model is derived from them
-        state.pop("model")
+        state["optimizer"]["main"] = {k: v for k, v in model.items() if k not in frozen}
+    # bf16 <-> fp16: main weights as they are; the low-precision model is derived from them
+    if kept and "model" not in state:
+        state["model"] = kept
     return state
+
+
+def frozen_names(trainer) -> set[str]:
+    """Stored names of the parameters this run does not train (train.trainable)."""
+    return {name for name, p in named_parameters(trainer.chunks).items() if not p.requires_grad}
 
 
 def load(trainer, path: str | Path) -> dict:
@@ -193,8 +258,11 @@ def load(trainer, path: str | Path) -> dict:
     if saved == now:
         state, info = load_checkpoint(path, template, trainer.ctx, expect=expected_meta(trainer))
     else:
-        loaded, info = load_checkpoint(path, _precision_template(template, saved, now), trainer.ctx,
-                                       expect=expected_meta(trainer))
+        frozen = frozen_names(trainer)
+        # loading frozen weights from the stored low-precision model leaves its trainable entries
+        # unread (they come from the main weights), which strict loading would refuse
+        loaded, info = load_checkpoint(path, _precision_template(template, saved, now, frozen), trainer.ctx,
+                                       expect=expected_meta(trainer), strict=not (frozen and saved in LOW))
         # tensors were filled in place (views of this trainer's); take the plain values
         state = dict(loaded, model=template["model"], scaler=template["scaler"],
                      optimizer=dict(template["optimizer"], step=loaded["optimizer"]["step"]))

@@ -19,10 +19,7 @@ from typing import Any
 import yaml
 
 from megazoo.core.parallel.context import ParallelConfig, ParallelConfigError
-
-
-class ConfigError(ValueError):
-    """A configuration mistake, with what was wrong and what to do."""
+from megazoo.core.train.errors import ConfigError
 
 
 @dataclass
@@ -43,6 +40,9 @@ class TrainConfig:
     eval_iters: int = 2
     log_interval: int = 1
     trainable: Any = "all"  # "all", or a list of parameter-name patterns (fnmatch; e.g. ["*adapter*"])
+    init_from: Any = None  # start from these weights (HF folder, import-hf folder, training checkpoint)
+    epochs: int = 0  # > 0: train.steps = epochs x training samples / global_batch
+    warmup_fraction: float = 0.0  # > 0: train.warmup = this fraction of the steps
 
 
 @dataclass
@@ -79,6 +79,8 @@ class CheckpointConfig:
     resume: str = "auto"  # auto | a path | none
     save: bool = True
     async_save: bool = False  # write in a background thread; training waits only for the CPU copy
+    best_metric: Any = None  # keep the best checkpoint (under <dir>/best) by this validation metric
+    best_mode: str = "auto"  # max | min | auto (min for loss and ppl, max otherwise)
 
 
 @dataclass
@@ -92,12 +94,17 @@ class LogConfig:
 SECTIONS = {"parallel": ParallelConfig, "train": TrainConfig, "precision": PrecisionConfig, "optim": OptimConfig,
             "data": DataConfig, "checkpoint": CheckpointConfig, "log": LogConfig}
 RECOMPUTE = ("none", "selective", "full")
+# model keys that fix a weight's shape: a run from train.init_from takes them from the weights
+SHAPE_KEYS = ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "ffn_hidden_size", "kv_channels",
+              "vocab_size", "seq_length", "num_tokentypes", "activation", "norm", "position", "bias",
+              "post_norm", "tie_embeddings", "make_vocab_size_divisible_by")
 DTYPES = ("fp32", "bf16", "fp16")
 
 
 @dataclass
 class RunConfig:
-    model: dict = field(default_factory=lambda: {"arch": "gpt"})
+    model: dict = field(default_factory=dict)  # model.arch (default gpt) and the model's keys
+    task: dict = field(default_factory=dict)  # task.name and the task's keys; empty: pretraining
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
@@ -151,6 +158,17 @@ class RunConfig:
         top = [f.name for f in fields(self)]
         if head not in top:
             raise unknown_key(key, self.valid_keys(), where)
+        if head == "task":
+            if rest:
+                self.task[rest] = value
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    self.set(f"task.{k}", v, where)
+            elif isinstance(value, str):  # `task: race` names the task
+                self.task["name"] = value
+            else:
+                raise ConfigError(f"{where}: task must be a task name or a mapping (task.name and its keys), got {value!r}")
+            return
         if head == "model":
             if rest:
                 if rest == "recompute":
@@ -180,14 +198,16 @@ class RunConfig:
         setattr(self, head, check_type(key, value, "str", where))
 
     def valid_keys(self) -> list[str]:
-        keys = ["model", "model.arch", "recompute", "name"]
-        keys += [f"model.{k}" for k in self.model]
+        keys = ["model", "model.arch", "recompute", "name", "task", "task.name"]
+        keys += [f"model.{k}" for k in self.model] + [f"task.{k}" for k in self.task]
         for name, cls in SECTIONS.items():
             keys += [name] + [f"{name}.{f.name}" for f in fields(cls)]
         return keys
 
     def to_dict(self) -> dict:
         out = {"name": self.name, "model": dict(self.model), "recompute": self.recompute}
+        if self.task:
+            out["task"] = dict(self.task)
         for name in SECTIONS:
             out[name] = dataclasses.asdict(getattr(self, name))
         return out
@@ -241,9 +261,42 @@ class RunConfig:
             raise ConfigError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
         if self.checkpoint.keep < 1:
             raise ConfigError(f"checkpoint.keep must be >= 1, got {self.checkpoint.keep}")
-        builder = load_builder(self.model, self.recompute)
+        if t.epochs < 0 or not 0 <= t.warmup_fraction < 1:
+            raise ConfigError(f"need train.epochs >= 0 and 0 <= train.warmup_fraction < 1, got {t.epochs} and "
+                              f"{t.warmup_fraction}")
+        if self.checkpoint.best_mode not in ("auto", "max", "min"):
+            raise ConfigError(f"checkpoint.best_mode must be auto, max or min, got {self.checkpoint.best_mode!r}")
+        cached = getattr(self, "_validated", None)
+        if cached is not None and cached[0] == (world_size, self.to_yaml()):
+            return cached[1]  # validated once per process: the builder made here is the one used
+        model = self.pretrained_model() if t.init_from else dict(self.model)
+        model.setdefault("arch", "gpt")
+        builder = load_builder(model, self.recompute, self.task)
         builder.check_layout(self.parallel)
+        self._validated = ((world_size, self.to_yaml()), builder)
         return builder
+
+    def pretrained_model(self) -> dict:
+        """The model section of a run that starts from train.init_from: the pretrained folder's
+        architecture and config, with the recipe's settings that do not change a weight's shape
+        (dropout, recompute-free keys, heads, adapters) on top."""
+        from megazoo.core.train.models import read_pretrained
+
+        path = Path(str(self.train.init_from))
+        if not path.exists():
+            raise ConfigError(f"train.init_from={str(path)!r}: no such folder; give a Hugging Face folder, an "
+                              f"`megazoo import-hf` folder or a training checkpoint")
+        arch, saved = read_pretrained(path)
+        mine = dict(self.model)
+        if mine.get("arch", arch) != arch:
+            raise ConfigError(f"train.init_from={str(path)!r} holds a {arch!r} model but model.arch="
+                              f"{mine['arch']!r}; drop model.arch (it comes from the weights) or start from a "
+                              f"{mine['arch']} checkpoint")
+        for key in SHAPE_KEYS:
+            if key in mine and key in saved and mine[key] != saved[key]:
+                raise ConfigError(f"model.{key}={mine[key]!r} but train.init_from={str(path)!r} has {key}="
+                                  f"{saved[key]!r}; the weights fix it: remove model.{key} from the recipe")
+        return {**saved, **mine, "arch": arch}
 
 
 def unknown_key(key: str, valid: list[str], where: str) -> ConfigError:

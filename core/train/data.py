@@ -66,52 +66,58 @@ class CoreDataSource:
 
 
 def build_sources(cfg, builder) -> tuple:
-    """(train, valid) sources: synthetic when `data.synthetic`, else megazoo.core.data's GPT datasets
-    over `data.path` (a prefix or a blend) or, when unset, the embedded corpus. A builder with
-    `data_sources(data_config, tokenizer, seed, num_samples)` (e.g. BERT's masked-LM samples) makes
-    its own from the same data."""
-    if cfg.data.synthetic:
-        if hasattr(builder, "data_sources"):
-            from megazoo.core.train.config import ConfigError
+    """(train, valid) sources: synthetic when `data.synthetic`, else the builder's
+    `data_sources(data, tokenizer, seed, num_samples)` over `data.path` (a prefix, a blend or a
+    task's files) or, when unset, the embedded corpus (megazoo.core.train.builder has the default:
+    GPT samples)."""
+    from megazoo.core.train.errors import ConfigError
 
-            raise ConfigError(f"model.arch={builder.to_dict().get('arch')!r} trains on text: set data.synthetic=false "
-                              "(the embedded corpus, or data.path)")
+    if cfg.data.synthetic:
+        if builder.own_data:
+            raise ConfigError(f"model.arch={builder.to_dict().get('arch')!r}{_task(cfg)} trains on text: set "
+                              "data.synthetic=false")
         return tuple(SyntheticSource(builder.vocab_size, builder.seq_length, cfg.train.seed, split)
                      for split in ("train", "valid"))
     import torch.distributed as dist
 
-    from megazoo.core.data import build_gpt_datasets, build_tokenizer
+    from megazoo.core.data import build_tokenizer
 
     # a builder may ask for sentinel ids (T5's span corruption)
-    tokenizer = build_tokenizer(cfg.data.tokenizer, extra_ids=getattr(builder, "tokenizer_extra_ids", 0))
+    tokenizer = build_tokenizer(cfg.data.tokenizer, extra_ids=builder.tokenizer_extra_ids)
     if tokenizer.vocab_size > builder.vocab_size:
         raise ValueError(f"data.tokenizer={cfg.data.tokenizer!r} has {tokenizer.vocab_size} tokens but model.vocab_size="
                          f"{builder.vocab_size}; set model.vocab_size >= {tokenizer.vocab_size}")
     t = cfg.train
-    wanted = (t.steps * t.global_batch, t.eval_iters * t.global_batch, None)
-    data = {"path": cfg.data.path, "split": cfg.data.split, "corpus": cfg.data.corpus, "cache_dir": cfg.data.cache_dir}
+    # with train.epochs the steps follow the data: one pass of each split
+    wanted = (None, None, None) if t.epochs else (t.steps * t.global_batch, t.eval_iters * t.global_batch, None)
+    data = {"path": cfg.data.path, "split": cfg.data.split, "corpus": cfg.data.corpus, "cache_dir": cfg.data.cache_dir,
+            "tokenizer": cfg.data.tokenizer}
     distributed = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
     # rank 0 tokenises and writes the index caches first; the others then read them
     if distributed and dist.get_rank() != 0:
         dist.barrier()
-    if hasattr(builder, "data_sources"):
+    try:
         sources = builder.data_sources(data, tokenizer, t.seed, wanted)
-    else:
-        splits = build_gpt_datasets(data, tokenizer, seq_length=builder.seq_length, seed=t.seed, num_samples=wanted)
-        sources = tuple(CoreDataSource(s) if s is not None else None for s in (splits.train, splits.valid))
-    if distributed and dist.get_rank() == 0:
-        dist.barrier()
+    finally:
+        if distributed and dist.get_rank() == 0:
+            dist.barrier()
     if sources[1] is None:
         raise ValueError(f"data.split={cfg.data.split!r} leaves no validation data; give the valid split a weight")
     return sources
 
 
+def _task(cfg) -> str:
+    return f" (task {cfg.task.get('name')!r})" if cfg.task else ""
+
+
 class Batches:
     """Cuts global batches into this data-parallel rank's micro-batches."""
 
-    def __init__(self, source, global_batch: int, micro_batch: int, dp: int, dp_rank: int, device=None):
+    def __init__(self, source, global_batch: int, micro_batch: int, dp: int, dp_rank: int, device=None,
+                 collate=None):
         self.source, self.global_batch, self.micro_batch = source, global_batch, micro_batch
         self.dp, self.dp_rank, self.device = dp, dp_rank, device
+        self.collate = collate or stack_samples
 
     def step(self, consumed: int) -> list[dict]:
         """Micro-batches of the global batch that starts at sample `consumed`."""
@@ -120,10 +126,39 @@ class Batches:
         out = []
         for m in range(per_rank // self.micro_batch):
             samples = [self.source.get(first + m * self.micro_batch + i) for i in range(self.micro_batch)]
-            if not isinstance(samples[0], dict):
-                samples = [{"input_ids": s[0], "labels": s[1]} for s in samples]
-            mb = {k: torch.stack([s[k] for s in samples]) for k in samples[0]}
+            mb = self.collate(samples)
             if self.device is not None and self.device.type != "cpu":
                 mb = {k: v.to(self.device, non_blocking=True) for k, v in mb.items()}
             out.append(mb)
         return out
+
+
+def stack_samples(samples: list) -> dict:
+    """Stack (input_ids, labels) pairs or dicts of same-shaped tensors into one micro-batch."""
+    if not isinstance(samples[0], dict):
+        samples = [{"input_ids": s[0], "labels": s[1]} for s in samples]
+    return {k: torch.stack([s[k] for s in samples]) for k in samples[0]}
+
+
+class EpochSource:
+    """A finite list of samples as a trainer source: global sample i is item perm_e[i mod N] of
+    epoch e = i // N, with a fresh seeded permutation each epoch (every layout sees the same order;
+    a resumed run continues it)."""
+
+    def __init__(self, items: list, seed: int, shuffle: bool = True):
+        if not items:
+            raise ValueError("no samples")
+        self.items, self.seed, self.shuffle = items, seed, shuffle
+        self._order: tuple[int, torch.Tensor] | None = None
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def get(self, index: int):
+        epoch, i = divmod(index, len(self.items))
+        if not self.shuffle:
+            return self.items[i]
+        if self._order is None or self._order[0] != epoch:
+            g = torch.Generator().manual_seed(self.seed * 1000 + epoch)
+            self._order = (epoch, torch.randperm(len(self.items), generator=g))
+        return self.items[int(self._order[1][i])]

@@ -26,6 +26,7 @@ from megazoo.core.parallel.device import synchronize
 from megazoo.core.parallel.pipeline import finalize_grads, forward_backward
 from megazoo.core.train import checkpointing
 from megazoo.core.train.config import RunConfig
+from megazoo.core.train.errors import ConfigError
 from megazoo.core.train.data import Batches, build_sources
 from megazoo.core.train.flops import peak_flops
 from megazoo.core.train.monitor import Monitor
@@ -38,6 +39,25 @@ class TrainingStopped(RuntimeError):
 
 def _world() -> int:
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def derive_steps(cfg: RunConfig, num_samples: int) -> None:
+    """train.epochs: the steps that cover the training samples that many times (whole global batches)."""
+    t = cfg.train
+    per_epoch = num_samples // t.global_batch
+    if per_epoch < 1:
+        raise ConfigError(f"the training data has {num_samples} samples, fewer than one global batch "
+                          f"(train.global_batch={t.global_batch}); lower train.global_batch")
+    t.steps = t.epochs * per_epoch
+
+
+def describe_init(path, report: dict) -> str:
+    text = f"initialised from {path}"
+    if report.get("missing"):
+        text += f"; new (freshly initialised): {', '.join(report['missing'])}"
+    if report.get("unused"):
+        text += f"; not used by this model: {', '.join(report['unused'])}"
+    return text
 
 
 class Trainer:
@@ -53,7 +73,17 @@ class Trainer:
         self.chunks = self.builder.chunks(ctx, t.seed)
         for c in self.chunks:
             c.train()
-        apply_trainable(self.chunks, t.trainable)
+        # a run's own checkpoint wins over train.init_from (a resumed fine-tune continues itself)
+        resume_folder = checkpointing.find_checkpoint(cfg.checkpoint.resume, cfg.checkpoint_dir())
+        self.init_report = None
+        if t.init_from and resume_folder is None:
+            self.init_report = self.builder.load_weights(self.chunks, t.init_from, ctx)
+        self.trainable = apply_trainable(self.chunks, t.trainable)
+        train_source, valid_source = build_sources(cfg, self.builder)
+        if t.epochs:
+            derive_steps(cfg, len(train_source))
+        if t.warmup_fraction:
+            t.warmup = int(t.warmup_fraction * t.steps)
         if cfg.precision.dtype == "fp16":
             p = cfg.precision
             scaler = DynamicScaler(p.initial_scale, p.min_scale, growth_interval=p.growth_interval,
@@ -67,16 +97,16 @@ class Trainer:
         self.optimizer = MixedPrecisionOptimizer(self.chunks, ctx, settings, self.dtype, scaler)
         self.schedule = LRSchedule(t.lr, t.min_lr, t.warmup, t.steps, t.decay)
         self.num_micro = cfg.micro_batches_per_step(ctx.dp)
-        train_source, valid_source = build_sources(cfg, self.builder)
-        self.train_data = Batches(train_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device)
-        self.valid_data = Batches(valid_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device)
+        collate = self.builder.collate
+        self.train_data = Batches(train_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate)
+        self.valid_data = Batches(valid_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate)
         self.step = 0
         self.consumed_samples = 0
+        self.consumed_tokens = 0  # real (unpadded-length) tokens; on resume: samples x seq_length
         self.skipped = 0
         self.losses: list[float] = []
         self.run_dir = cfg.run_dir()
-        self.flops_per_step = self.builder.flops_per_iteration(t.global_batch, ctx.tp)
-        self.tokens_per_step = t.global_batch * self.builder.seq_length
+        self.best = checkpointing.BestTracker(cfg)
         # peak FLOP/s: rank 0 measures while the others wait, so the measurement has the machine
         self.peak, self.peak_source = (peak_flops(self.dtype, ctx.device, ctx.world_size) if self.is_logger
                                        else (float("nan"), ""))
@@ -86,14 +116,14 @@ class Trainer:
         if world > 1:
             dist.barrier()
         resumed_from = None
-        folder = checkpointing.find_checkpoint(cfg.checkpoint.resume, cfg.checkpoint_dir())
-        if folder is not None:
-            info = checkpointing.load(self, folder)
+        if resume_folder is not None:
+            info = checkpointing.load(self, resume_folder)
             resumed_from = info["path"] + ("" if info["per_rank_restored"] else
                                            f" (saved at layout {info['layout']}; RNG streams start afresh)")
             if "precision_from" in info:
                 resumed_from += (f" (saved in {info['precision_from']}, continued in {cfg.precision.dtype} from its "
                                  f"fp32 weights; the loss scaler starts afresh)")
+            self.consumed_tokens = self.consumed_samples * self.builder.seq_length
             if self.is_logger and monitor:  # a killed run may have logged steps after its checkpoint
                 checkpointing.trim_metrics(self.run_dir, self.step)
         self.monitor = Monitor(self.run_dir, t.steps, self.step, cfg.log.progress, cfg.log.tensorboard,
@@ -105,6 +135,11 @@ class Trainer:
                                  f"({self.peak_source})")
             if resumed_from:
                 self.monitor.message(f"resumed from {resumed_from} at step {self.step}")
+            elif self.init_report is not None:
+                self.monitor.message(describe_init(t.init_from, self.init_report))
+            if t.trainable not in (None, "all"):
+                self.monitor.message(f"train.trainable={t.trainable}: {len(self.trainable)} trainable tensors on "
+                                     f"rank 0 (e.g. {', '.join(self.trainable[:3])})")
 
     # -------------------------------------------------------------------------------------------
     def layout(self) -> str:
@@ -119,13 +154,6 @@ class Trainer:
         import yaml
 
         return yaml.safe_dump(d, sort_keys=False)
-
-    def _count_tokens(self, micro_batches: list[dict]) -> torch.Tensor:
-        n = sum((mb["labels"] != -100).sum() for mb in micro_batches).to(torch.float64)
-        n = n.reshape(1).to(self.ctx.device)
-        if self.ctx.dp > 1:
-            dist.all_reduce(n, group=self.ctx.dp_group)
-        return n
 
     def _global_counts(self, micro_batches: list[dict]) -> dict[str, float]:
         """The builder's loss normalisers over the whole global batch (summed over data parallelism)."""
@@ -150,17 +178,10 @@ class Trainer:
         """One optimizer step on this rank's micro-batches of a global batch."""
         ctx = self.ctx
         scale = self.scaler.scale
-        if hasattr(self.builder, "loss"):  # the model's own objective and normalisers
-            counts = self._global_counts(micro_batches)
+        counts = self._global_counts(micro_batches)
 
-            def loss_fn(out, mb: dict) -> torch.Tensor:
-                return self.builder.loss(out, mb, counts) * scale
-        else:
-            global_tokens = float(self._count_tokens(micro_batches).item())
-            factor = scale / max(global_tokens, 1.0)
-
-            def loss_fn(per_token: torch.Tensor, mb: dict) -> torch.Tensor:
-                return per_token.float().sum() * factor
+        def loss_fn(out, mb: dict) -> torch.Tensor:
+            return self.builder.loss(out, mb, counts) * scale
 
         self.optimizer.zero_grad(len(micro_batches))
         loss_sum = forward_backward(self.chunks, micro_batches, ctx, loss_fn, forward_only=False,
@@ -190,35 +211,40 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self, iters: int | None = None) -> dict:
-        """Mean loss over `iters` global batches of the validation split (token-weighted)."""
+        """Validation loss over `iters` global batches, plus the builder's task metrics. The loss
+        of each batch is the builder's objective; batches are weighted by their token count when
+        the objective is a token mean (counts has "tokens"), else equally."""
         iters = iters or self.cfg.train.eval_iters
         for c in self.chunks:
             c.eval()
-        # GPT-style: token-weighted over every batch; a builder's own objective: its per-batch loss,
-        # averaged over the batches
-        own = hasattr(self.builder, "loss")
         total, weight = 0.0, 0.0
         try:
             for i in range(iters):
                 mbs = self.valid_data.step(i * self.cfg.train.global_batch)
-                if own:
-                    counts = self._global_counts(mbs)
+                counts = self._global_counts(mbs)
+                w = counts.get("tokens", 1.0)
 
-                    def fn(out, mb, counts=counts):
-                        return self.builder.loss(out, mb, counts)
-                    weight += 1.0
-                else:
-                    def fn(per_token, mb):
-                        return per_token.float().sum()
-                    weight += float(self._count_tokens(mbs).item())
+                def fn(out, mb, counts=counts, w=w):
+                    return self.builder.loss(out, mb, counts) * w
                 loss_sum = forward_backward(self.chunks, mbs, self.ctx, fn, forward_only=True,
                                             hidden_size=self.builder.hidden_size, dtype=self.dtype)
                 total += self._global_loss(loss_sum)
+                weight += w
+            metrics = self.builder.evaluate(self.chunks, self.ctx, self.dtype)
         finally:
             for c in self.chunks:
                 c.train()
-        loss = total / max(weight, 1.0)
-        return {"step": self.step, "split": "valid", "loss": loss, "ppl": math.exp(min(loss, 700.0))}
+        loss = total / max(weight, 1e-30)
+        return {"step": self.step, "split": "valid", "loss": loss, "ppl": math.exp(min(loss, 700.0)), **metrics}
+
+    def _step_flops(self, micro_batches: list[dict]) -> tuple[float, int]:
+        """(model FLOPs, tokens) of one step: this rank's micro-batches at their real lengths, x dp."""
+        flops, tokens = 0.0, 0
+        for mb in micro_batches:
+            b, s = mb["input_ids"].shape[:2]
+            flops += self.builder.flops_per_iteration(b, self.ctx.tp, s)
+            tokens += b * s
+        return flops * self.ctx.dp, tokens * self.ctx.dp
 
     def fit(self) -> dict:
         cfg, t = self.cfg, self.cfg.train
@@ -228,14 +254,16 @@ class Trainer:
             synchronize(self.ctx.device)
             t0 = time.perf_counter()
             mbs = self.train_data.step(self.consumed_samples)
+            step_flops, step_tokens = self._step_flops(mbs)
             out = self.train_step(mbs)
+            self.consumed_tokens += step_tokens
             synchronize(self.ctx.device)
             dt = time.perf_counter() - t0
             if self.step % t.log_interval == 0 or self.step == t.steps:
                 record = {"step": self.step, "loss": out["loss"], "lr": out["lr"], "grad_norm": out["grad_norm"],
-                          "tokens_per_s": self.tokens_per_step / dt, "tflops": self.flops_per_step / dt / 1e12,
-                          "mfu": self.flops_per_step / dt / self.peak if self.is_logger else float("nan"),
-                          "consumed_tokens": self.consumed_samples * self.builder.seq_length,
+                          "tokens_per_s": step_tokens / dt, "tflops": step_flops / dt / 1e12,
+                          "mfu": step_flops / dt / self.peak if self.is_logger else float("nan"),
+                          "consumed_tokens": self.consumed_tokens,
                           "consumed_samples": self.consumed_samples, "step_time": dt}
                 if self.scaler.dynamic:
                     record["loss_scale"] = out["loss_scale"]
@@ -246,12 +274,14 @@ class Trainer:
             if t.eval_interval and self.step % t.eval_interval == 0 and self.step < t.steps:
                 valid = self.evaluate()
                 self.monitor.validation(valid)
+                self.best.update(self, valid)
             if cfg.checkpoint.save and cfg.checkpoint.interval and self.step % cfg.checkpoint.interval == 0 \
                     and self.step < t.steps:
                 self.save()
         if t.eval_iters > 0:
             valid = self.evaluate()
             self.monitor.validation(valid)
+            self.best.update(self, valid)
         if cfg.checkpoint.save:
             self.save()
             if self.saver is not None:
@@ -261,6 +291,7 @@ class Trainer:
         summary = {"name": cfg.name, "steps": self.step, "skipped": self.skipped, "losses": list(self.losses),
                    "final_loss": self.losses[-1] if self.losses else float("nan"),
                    "valid_loss": valid["loss"] if valid else None, "valid_ppl": valid["ppl"] if valid else None,
+                   "valid": valid, "best": self.best.summary(),
                    "run_dir": str(self.run_dir), "wall_s": wall}
         if self.monitor.enabled:
             if cfg.log.plot:

@@ -55,8 +55,8 @@ class GPTBuilder(ModelBuilder):
             out.append(model.initialize(seed))
         return out
 
-    def flops_per_iteration(self, batch: int, tp: int = 1) -> float:
-        return float(flops_per_iteration(self.config, batch, self.config.seq_length, tp))
+    def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
+        return float(flops_per_iteration(self.config, batch, seq_length or self.config.seq_length, tp))
 
     def num_parameters(self, tp: int = 1) -> int:
         return num_parameters(self.config, tp)

@@ -36,6 +36,7 @@ def t5_sample(item: dict) -> dict[str, torch.Tensor]:
 
 
 class T5Builder(ModelBuilder):
+    own_data = True  # span-corruption samples
     tokenizer_extra_ids = SENTINELS  # the trainer builds data.tokenizer with this many sentinels
 
     def __init__(self, model: dict, recompute: str = "none"):
@@ -60,10 +61,10 @@ class T5Builder(ModelBuilder):
     def chunks(self, ctx: ParallelContext, seed: int, device=None) -> list[T5Model]:
         return [T5Model(self.config, ctx, dtype=torch.float32, device=device or ctx.device).initialize(seed)]
 
-    def flops_per_iteration(self, batch: int, tp: int = 1) -> float:
+    def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
         """Megatron's counting (6 FLOPs per weight and token, attention scores) for the encoder over
         seq_length tokens and the decoder (self- and cross-attention) over its target length."""
-        c = self.config
+        c = self.config  # span-corruption samples are always seq_length long: seq_length is not used
         se, sd = c.seq_length, decoder_length_needed(c.seq_length - 1)
         h, f, q, k = c.hidden_size, c.ffn_hidden_size, c.kv_channels * c.num_heads, c.kv_channels * c.num_kv_heads
         E = 3 if c.activation in ("geglu", "swiglu") else 2
