@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_recipe_command(args, prog: str, load, run_here) -> int:
     """Load and validate the recipe here (so a wrong key or layout fails before any rank starts),
-    then run `run_here(cfg_dict)` in this process (one process, or a rank under torchrun) or on
-    `--nproc` local ranks. `load(recipe, overrides)` returns a config with validate(world),
+    then run `run_here(cfg)` in this process (one process, or a rank under torchrun; the validated
+    config object) or `run_here(cfg.to_dict())` on each of `--nproc` local ranks. `load(recipe, overrides)` returns a config with validate(world),
     to_dict() and run_dir(); `run_here` must be a module-level function (ranks import it)."""
     from megazoo.core.parallel.launch import launch_local
     from megazoo.core.train.config import ConfigError
@@ -48,7 +48,7 @@ def run_recipe_command(args, prog: str, load, run_here) -> int:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     if under_launcher or nproc == 1:
-        return run_here(cfg.to_dict())
+        return run_here(cfg)  # the validated config itself: this process does not validate it again
     return launch_local(_rank_entry, (run_here, cfg.to_dict()), nproc, prog, cfg.run_dir())
 
 
@@ -86,12 +86,13 @@ def run_in_rank(prog: str, body, errors: tuple = (ValueError, FileNotFoundError)
 
 
 def _run_here(cfg_dict: dict) -> int:
-    """Run in this process: a single process, or one rank started by a launcher."""
+    """Run in this process: a single process (given the validated RunConfig), or one rank started
+    by a launcher (given its dict)."""
     from megazoo.core.train.config import RunConfig
     from megazoo.core.train.trainer import TrainingStopped, train
 
-    return run_in_rank("megazoo train", lambda rank: train(RunConfig.from_dict(cfg_dict)),
-                       (TrainingStopped, ValueError, FileNotFoundError))
+    cfg = cfg_dict if isinstance(cfg_dict, RunConfig) else RunConfig.from_dict(cfg_dict)
+    return run_in_rank("megazoo train", lambda rank: train(cfg), (TrainingStopped, ValueError, FileNotFoundError))
 
 
 def launch(cfg, nproc: int) -> int:

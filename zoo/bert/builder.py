@@ -37,6 +37,7 @@ def bert_sample(item: dict) -> dict[str, torch.Tensor]:
 
 
 class BertBuilder(ModelBuilder):
+    own_data = True  # masked-LM + sentence-order samples
     def __init__(self, model: dict, recompute: str = "none"):
         self.arch, kwargs = parse_model_section(model, BertConfig, "bert")
         make = original_bert if kwargs.get("post_norm") else megatron_bert
@@ -44,8 +45,9 @@ class BertBuilder(ModelBuilder):
             self.config: BertConfig = make(**kwargs, recompute=recompute)
         except ValueError as e:
             raise ConfigError(f"model: {e}") from None
-        if not self.config.add_lm_head:
-            raise ConfigError("model.add_lm_head=false: BERT pretraining needs the masked-LM head")
+        if not self.config.add_lm_head and getattr(self.config, "task_head", "none") == "none":
+            raise ConfigError("model.add_lm_head=false: BERT pretraining needs the masked-LM head (a fine-tuning "
+                              "task sets its own head: task.name)")
 
     def check_layout(self, parallel: ParallelConfig) -> None:
         cfg = self.config
@@ -66,13 +68,18 @@ class BertBuilder(ModelBuilder):
             out.append(model.initialize(seed))
         return out
 
-    def flops_per_iteration(self, batch: int, tp: int = 1) -> float:
+    def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
         """Megatron's formula (as GPT's) with bidirectional attention (twice the causal score FLOPs)
-        and the masked-LM head's dense layer."""
-        cfg, s = self.config, self.config.seq_length
-        q = cfg.kv_channels * cfg.num_heads
-        return float(flops_per_iteration(cfg, batch, s, tp) + 6 * q * batch * s * s * cfg.num_layers
-                     + 6 * batch * s * cfg.hidden_size ** 2)
+        and the masked-LM head's dense layer; without that head (a fine-tuned task model) neither
+        its dense layer nor the vocabulary projection (the small task heads are not counted)."""
+        cfg, s = self.config, seq_length or self.config.seq_length
+        q, h = cfg.kv_channels * cfg.num_heads, cfg.hidden_size
+        total = flops_per_iteration(cfg, batch, s, tp) + 6 * q * batch * s * s * cfg.num_layers
+        if cfg.add_lm_head:
+            total += 6 * batch * s * h ** 2
+        else:
+            total -= 6 * batch * s * h * cfg.padded_vocab(tp)
+        return float(total)
 
     def num_parameters(self, tp: int = 1) -> int:
         ctx = ParallelContext.single()
