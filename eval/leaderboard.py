@@ -13,6 +13,11 @@ Suite file:
     tasks:
       - {name: lambada, path: data/lambada.jsonl}
       - {name: hellaswag, path: data/hellaswag.jsonl, num_fewshot: 2, fewshot_path: data/hs_train.jsonl}
+      - {name: race, path: data/RACE, split: test}        # a task package's registered evaluation
+
+Zero-shot tasks score language models; a task evaluation (eval/registry.py) scores the models of
+the kinds it accepts (e.g. `race`: checkpoints fine-tuned on RACE, encoders included), and the
+table shows "-" where a model is not of such a kind.
 """
 
 from __future__ import annotations
@@ -73,8 +78,24 @@ def _load_model(entry: dict):
     return load_lm(entry["checkpoint"], max_length=entry.get("max_length"))
 
 
+def _headline_key(task: str) -> str:
+    from megazoo.eval.registry import evaluations
+
+    registered = evaluations().get(task)
+    return registered.headline if registered is not None else HEADLINE.get(task, "acc")
+
+
+def _lower_is_better(task: str, key: str) -> bool:
+    from megazoo.eval.registry import evaluations
+
+    registered = evaluations().get(task)
+    if registered is not None and key == registered.headline:
+        return not registered.higher_is_better
+    return key in LOWER_IS_BETTER
+
+
 def headline(task: str, metrics: dict) -> tuple[str, float]:
-    key = HEADLINE.get(task, "acc")
+    key = _headline_key(task)
     return key, float(metrics[key])
 
 
@@ -89,8 +110,9 @@ def compare(results: dict, baseline: dict, tolerance: float) -> list[dict]:
             for key, value in metrics.items():
                 if key not in old or not isinstance(value, (int, float)) or key == "n":
                     continue
-                worse = (value - old[key]) if key in LOWER_IS_BETTER else (old[key] - value)
-                if key in LOWER_IS_BETTER:
+                lower = _lower_is_better(task, key)
+                worse = (value - old[key]) if lower else (old[key] - value)
+                if lower:
                     worse = worse / max(abs(old[key]), 1e-12)  # relative for perplexities
                 if worse > tolerance:
                     regressions.append({"model": model, "task": task, "metric": key, "old": old[key], "new": value})
@@ -99,7 +121,7 @@ def compare(results: dict, baseline: dict, tolerance: float) -> list[dict]:
 
 def markdown(results: dict) -> str:
     tasks = sorted({t for m in results.values() for t in m})
-    lines = ["| model | " + " | ".join(f"{t} ({HEADLINE.get(t, 'acc')})" for t in tasks) + " |",
+    lines = ["| model | " + " | ".join(f"{t} ({_headline_key(t)})" for t in tasks) + " |",
              "|---|" + "---|" * len(tasks)]
     for model in sorted(results):
         cells = []
@@ -123,27 +145,47 @@ def plot(results: dict, path: Path) -> None:
         values = [headline(task, results[m][task])[1] if task in results[m] else 0.0 for m in models]
         ax.bar(range(len(models)), values, color="tab:blue")
         ax.set_xticks(range(len(models)), models, rotation=30, ha="right")
-        ax.set_title(f"{task} ({HEADLINE.get(task, 'acc')})")
+        ax.set_title(f"{task} ({_headline_key(task)})")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
 def run_leaderboard(suite_path, progress: bool = True) -> dict:
+    from megazoo.eval.registry import evaluations, model_kind
     from megazoo.eval.suites import run_task
 
     suite = load_suite(suite_path)
+    registered = evaluations()
     results: dict[str, dict[str, dict]] = {}
+    skipped: list[dict] = []
     for entry in suite["models"]:
-        lm = _load_model(entry)
+        kind = model_kind(entry)
+        lm = None  # loaded on the first zero-shot task: an encoder never needs it
         for task in suite["tasks"]:
-            metrics = run_task(lm, task["name"], task["path"], task.get("num_fewshot", 0), task.get("fewshot_path"),
-                               task.get("limit"), batch_size=task.get("batch_size", 8), progress=progress)
-            metrics.pop("predictions", None)
+            ev = registered.get(task["name"])
+            if ev is not None:
+                if kind not in ev.kinds:
+                    skipped.append({"model": entry["name"], "task": task["name"],
+                                    "why": f"a {kind} model; {task['name']} scores {', '.join(ev.kinds)}"})
+                    continue
+                if "checkpoint" not in entry:
+                    raise SuiteError(f"model {entry['name']}: task {task['name']} needs a megazoo `checkpoint`")
+                metrics = ev.run(entry["checkpoint"], task["path"], task)
+            else:
+                if kind != "lm":
+                    skipped.append({"model": entry["name"], "task": task["name"],
+                                    "why": f"a {kind} model; {task['name']} scores language models"})
+                    continue
+                lm = lm or _load_model(entry)
+                metrics = run_task(lm, task["name"], task["path"], task.get("num_fewshot", 0), task.get("fewshot_path"),
+                                   task.get("limit"), batch_size=task.get("batch_size", 8), progress=progress)
+                metrics.pop("predictions", None)
             results.setdefault(entry["name"], {})[task["name"]] = {k: metrics[k] for k in sorted(metrics)}
+        results.setdefault(entry["name"], {})
     out = Path(suite["out"])
     out.mkdir(parents=True, exist_ok=True)
-    report = {"suite": suite["name"], "results": results, "regressions": []}
+    report = {"suite": suite["name"], "results": results, "regressions": [], "skipped": skipped}
     if suite.get("baseline"):
         baseline = json.loads(Path(suite["baseline"]).read_text())
         report["regressions"] = compare(results, baseline.get("results", baseline), float(suite.get("tolerance", 0.01)))
