@@ -176,3 +176,12 @@ def test_minilm_fine_tune_at_tp2_pp2_equals_one_process(tmp_path):
         diff = max(abs(a - b) for a, b in zip(got, single))
         assert diff <= 1e-5, f"rank {rank}: {got} vs {single}"
     assert all(torch.isfinite(torch.tensor(single)))
+
+
+def test_a_pair_without_response_fails_before_any_rank_starts(tmp_path, capsys):
+    bad = tmp_path / "pairs.jsonl"
+    bad.write_text('{"prompt": "Q: what is os?", "response": " A module."}\n{"prompt": "Q: sys?"}\n')
+    code = megazoo(["train", "sft-tiny", "--nproc", "2", "--set", f"data.path={bad}", f"log.dir={tmp_path / 'run'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{bad}:2:" in err and "response" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()  # nothing started

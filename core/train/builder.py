@@ -15,6 +15,7 @@ A builder says:
     flops_per_iteration(batch, tp, seq_length), num_parameters(tp)
     hidden_size, seq_length, vocab_size
 and, with defaults here (next-token pretraining on megazoo.core.data's GPT samples):
+    check_data(data)                                                     cheap checks before ranks start
     data_sources(data, tokenizer, seed, num_samples) -> (train, valid)   sources with get(i), len()
     collate(samples) -> micro-batch dict                                 stacks the samples
     loss_counts(micro_batches) -> {name: count}; loss(out, mb, counts)   token mean of the loss
@@ -65,6 +66,10 @@ class Builder:
         return 0
 
     # data and objective ------------------------------------------------------------------------
+    def check_data(self, data: dict) -> None:
+        """Cheap checks of the data settings before any rank starts (a missing file, a bad key);
+        raise ConfigError. The full read happens in data_sources."""
+
     def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:
         """(train, valid) GPT samples of megazoo.core.data: tokens[seq + 1] -> input_ids, labels."""
         from megazoo.core.data import build_gpt_datasets

@@ -273,6 +273,10 @@ class RunConfig:
         model.setdefault("arch", "gpt")
         builder = load_builder(model, self.recompute, self.task)
         builder.check_layout(self.parallel)
+        if not self.data.synthetic:
+            from megazoo.core.train.data import data_settings
+
+            builder.check_data(data_settings(self))
         self._validated = ((world_size, self.to_yaml()), builder)
         return builder
 

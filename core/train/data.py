@@ -90,8 +90,7 @@ def build_sources(cfg, builder) -> tuple:
     t = cfg.train
     # with train.epochs the steps follow the data: one pass of each split
     wanted = (None, None, None) if t.epochs else (t.steps * t.global_batch, t.eval_iters * t.global_batch, None)
-    data = {"path": cfg.data.path, "split": cfg.data.split, "corpus": cfg.data.corpus, "cache_dir": cfg.data.cache_dir,
-            "tokenizer": cfg.data.tokenizer}
+    data = data_settings(cfg)
     distributed = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
     # rank 0 tokenises and writes the index caches first; the others then read them
     if distributed and dist.get_rank() != 0:
@@ -106,8 +105,19 @@ def build_sources(cfg, builder) -> tuple:
     return sources
 
 
+def data_settings(cfg) -> dict:
+    """The data section as a builder reads it (data_sources, check_data)."""
+    return {"path": cfg.data.path, "split": cfg.data.split, "corpus": cfg.data.corpus, "cache_dir": cfg.data.cache_dir,
+            "tokenizer": cfg.data.tokenizer}
+
+
 def _task(cfg) -> str:
     return f" (task {cfg.task.get('name')!r})" if cfg.task else ""
+
+
+def finite(source) -> bool:
+    """A source of a fixed set of samples (a task's split), not an endless stream."""
+    return len(source) < (1 << 40)
 
 
 class Batches:

@@ -71,7 +71,7 @@ class Questions:
         return len(self.inputs)
 
     def get(self, i: int) -> dict:
-        x = self.inputs
+        x, i = self.inputs, i % len(self.inputs)  # wraps: a last validation batch is filled from the start
         return {"input_ids": x.input_ids[i], "token_type_ids": x.token_type_ids[i],
                 "attention_mask": x.attention_mask[i], "labels": x.labels[i]}
 
@@ -117,10 +117,16 @@ class RaceBuilder(TaskBuilder):
                               f"positions; lower it")
         return build_inputs(questions, tokenizer, s.max_seq_length, s.max_qa_length), questions
 
-    def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:
+    def check_data(self, data: dict) -> None:
         if not data.get("path"):
             raise ConfigError("task race needs data.path: a RACE folder (RACE/{train,dev,test}/{middle,high}/*.txt "
                               "or HF `race` parquet/JSON); or set task.generate=true to write a generated one there")
+        if not Path(data["path"]).exists() and not self.settings.generate:
+            raise ConfigError(f"data.path={data['path']!r}: no such RACE folder; give one, or set task.generate=true "
+                              f"to write a generated set there (`megazoo task race generate` does the same)")
+
+    def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:
+        self.check_data(data)
         self.ensure_data(Path(data["path"]))
         s = self.settings
         train, _ = self.encode(data["path"], s.train_split, tokenizer)
