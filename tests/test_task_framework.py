@@ -185,3 +185,26 @@ def test_a_pair_without_response_fails_before_any_rank_starts(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and f"{bad}:2:" in err and "response" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()  # nothing started
+
+
+def test_adapters_fine_tune_from_a_checkpoint_without_them(tmp_path):
+    """init_from a plain GPT into a model with adapters: the adapters are new (listed), only they
+    train, and every pretrained weight leaves the run bit-equal to the checkpoint."""
+    from megazoo.core.checkpoint import load_full_model_state
+    from megazoo.core.parallel.gather import full_state
+
+    text = ["data.synthetic=false", "model.vocab_size=50304"]
+    fit(tiny(tmp_path / "pre", *text, "train.steps=2", "checkpoint.save=true"))
+    _, pretrained = load_full_model_state(tmp_path / "pre" / "checkpoints")
+    cfg = tiny(tmp_path / "ft", *text, "train.steps=3", "model.adapter_size=8", "train.trainable=[\"*adapter*\"]",
+               f"train.init_from={tmp_path / 'pre' / 'checkpoints'}")
+    trainer = Trainer(cfg)
+    try:
+        assert trainer.init_report["missing"] and all("adapter" in n for n in trainer.init_report["missing"])
+        trainer.fit()
+        after = full_state(trainer.chunks[0], trainer.ctx)
+    finally:
+        trainer.close()
+    for name, value in pretrained.items():
+        assert torch.equal(after[name], value), name
+    assert any(not torch.equal(after[n], torch.zeros_like(after[n])) for n in after if "adapter1.up" in n)

@@ -1,16 +1,20 @@
 """Every HF architecture: a tiny random transformers model imported into megazoo gives the same
 outputs (fp32, 1e-5) at TP=1, TP=2 (with and without sp) and, for decoders and BERT, PP=2; the
-export loads back into transformers with the same outputs; state dicts survive bit for bit."""
+export loads back into transformers with the same outputs; state dicts survive bit for bit.
+The fine-tuned BERTs (sequence, token, span, multiple-choice heads) reload through transformers'
+Auto classes, as a user would."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import transformers
 
 from megazoo.core.parallel.launch import spawn
 from megazoo.zoo.hf import build_model, convert_from_hf, convert_to_hf, export_hf, import_hf, load_full_state
-from megazoo.zoo.hf import pad_heads
-from tests.zoo_hf_cases import CASES, DECODERS, ODD, hf_model, hf_outputs, max_err, mz_outputs, pipeline_outputs, tp_rank_cases
+from megazoo.zoo.hf import HFExportError, HFImportError, pad_heads
+from tests.zoo_hf_cases import (CASES, DECODERS, ODD, TASKS, hf_model, hf_outputs, max_err, mz_outputs,
+                                pipeline_outputs, tp_rank_cases)
 
 TOL = 1e-5
 
@@ -28,6 +32,11 @@ def hf(tmp_path_factory):
 
 
 def reload(models, name, folder):
+    if name in TASKS:  # the Auto class must pick the head's class from the exported config
+        hf_class, auto = TASKS[name]
+        model = getattr(transformers, auto).from_pretrained(folder).eval()
+        assert type(model).__name__ == hf_class
+        return model
     return type(models[name]).from_pretrained(folder).eval()
 
 
@@ -39,7 +48,7 @@ def test_import_matches_transformers(name, hf):
         assert err <= TOL, f"{name}: {err:.2e}"
 
 
-@pytest.mark.parametrize("name", DECODERS + ("bert", "bert-megatron"))
+@pytest.mark.parametrize("name", DECODERS + ("bert", "bert-megatron") + tuple(TASKS))
 def test_two_pipeline_stages_match(name, hf):
     models, refs, folders = hf
     arch, cfg, state = convert_from_hf(folders[name])
@@ -82,7 +91,7 @@ def test_tp2_sp_pp2_and_export_from_those_layouts(hf, tmp_path):
         for (name, layout, sp), got in per_rank.items():
             err = max_err(got, refs[name])
             assert err <= TOL, f"{name} {layout} sp={sp} rank {rank}: {err:.2e}"
-    assert {(n, "pp2", False) for n in DECODERS + ("bert", "bert-base")} <= set(results[1][0])
+    assert {(n, "pp2", False) for n in DECODERS + ("bert", "bert-base") + tuple(TASKS)} <= set(results[1][0])
     assert (ODD, "tp2", True) in results[0][0]
     for (name, layout), state in results[0][1].items():
         if name == ODD:
@@ -93,3 +102,22 @@ def test_tp2_sp_pp2_and_export_from_those_layouts(hf, tmp_path):
         folder = export_hf(tmp_path / f"{name}-{layout}", arch, cfg, state)
         err = max_err(hf_outputs(name, reload(models, name, folder)), refs[name])
         assert err <= TOL, f"{name} exported from {layout}: {err:.2e}"
+
+
+def test_task_head_import_and_export_errors(hf, tmp_path):
+    """A classifier with a pooler whose config does not say which head it is; a task head kept
+    beside the masked-LM head (no HF class has both)."""
+    import json
+
+    models, _, folders = hf
+    folder = tmp_path / "seq"
+    models["bert-seq"].save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("architectures")
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(HFImportError, match="BertForSequenceClassification.*BertForMultipleChoice"):
+        convert_from_hf(folder)
+    arch, cfg, state = convert_from_hf(folders["bert-choice"])
+    cfg.add_lm_head = True
+    with pytest.raises(HFExportError, match="add_lm_head=false"):
+        convert_to_hf(arch, cfg, state)

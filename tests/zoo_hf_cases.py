@@ -7,16 +7,38 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-CASES = ("gpt2", "llama", "bert", "bert-base", "bert-megatron", "t5", "t5-gated")
+from megazoo.zoo.heads import choice_logits, span_logits
+
+BASE_CASES = ("gpt2", "llama", "bert", "bert-base", "bert-megatron", "t5", "t5-gated")
 ODD = "llama-odd"  # 6 query heads in 3 KV groups: tp=2 needs head padding
+# fine-tuned BERTs (zoo/heads.py): case -> (HF class, the Auto class that reloads an export)
+TASKS = {"bert-seq": ("BertForSequenceClassification", "AutoModelForSequenceClassification"),
+         "bert-token": ("BertForTokenClassification", "AutoModelForTokenClassification"),
+         "bert-qa": ("BertForQuestionAnswering", "AutoModelForQuestionAnswering"),
+         "bert-choice": ("BertForMultipleChoice", "AutoModelForMultipleChoice"),
+         "bert-megatron-qa": ("MegatronBertForQuestionAnswering", "AutoModelForQuestionAnswering"),
+         "bert-megatron-choice": ("MegatronBertForMultipleChoice", "AutoModelForMultipleChoice")}
+CASES = BASE_CASES + tuple(TASKS)
 DECODERS = ("gpt2", "llama")
+CHOICES = 3  # options per question in the multiple-choice cases
 
 
 def hf_model(name: str):
     import transformers as T
 
-    torch.manual_seed({n: i for i, n in enumerate(CASES + (ODD,))}[name])
-    if name == "gpt2":
+    torch.manual_seed({n: i for i, n in enumerate(BASE_CASES + (ODD,) + tuple(TASKS))}[name])
+    if name in TASKS:
+        megatron = name.startswith("bert-megatron")
+        kw = dict(vocab_size=300, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                  max_position_embeddings=32)
+        if name == "bert-seq":
+            kw.update(num_labels=3)
+        if name == "bert-token":  # named labels travel through import and export
+            names = ["O", "B-X", "I-X", "B-Y", "I-Y"]
+            kw.update(id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+        config = T.MegatronBertConfig(**kw, layer_norm_eps=1e-5) if megatron else T.BertConfig(**kw)
+        m = getattr(T, TASKS[name][0])(config)
+    elif name == "gpt2":
         m = T.GPT2LMHeadModel(T.GPT2Config(vocab_size=300, n_positions=32, n_embd=64, n_layer=2, n_head=4))
     elif name == "llama":
         m = T.LlamaForCausalLM(T.LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
@@ -48,21 +70,34 @@ def hf_model(name: str):
 
 
 def inputs(name: str) -> dict:
+    """transformers' inputs; the multiple-choice cases have [2, CHOICES, 12] (mz_inputs flattens)."""
     g = torch.Generator().manual_seed(7)
-    ids = torch.randint(3, 300, (2, 12), generator=g)
-    mask = torch.ones(2, 12, dtype=torch.long)
+    b = 2 * CHOICES if name.endswith("-choice") else 2
+    ids = torch.randint(3, 300, (b, 12), generator=g)
+    mask = torch.ones(b, 12, dtype=torch.long)
     mask[1, 9:] = 0
     out = {"input_ids": ids}
     if name.startswith("bert"):
-        out.update(attention_mask=mask, token_type_ids=(torch.arange(12) >= 6).long().expand(2, 12).contiguous())
+        out.update(attention_mask=mask, token_type_ids=(torch.arange(12) >= 6).long().expand(b, 12).contiguous())
+        if name.endswith("-choice"):
+            out = {k: v.reshape(2, CHOICES, 12) for k, v in out.items()}
     elif name.startswith("t5"):
         out.update(attention_mask=mask, decoder_input_ids=torch.randint(3, 300, (2, 6), generator=g))
     return out
 
 
+def mz_inputs(name: str) -> dict:
+    """megazoo's inputs: multiple-choice options flattened into the batch, [2 * CHOICES, 12]."""
+    return {k: v.reshape(-1, v.shape[-1]) for k, v in inputs(name).items()}
+
+
 @torch.no_grad()
 def hf_outputs(name: str, m) -> dict:
     out = m(**inputs(name))
+    if name.endswith("-qa"):
+        return {"start": out.start_logits, "end": out.end_logits}
+    if name in TASKS:
+        return {"logits": out.logits}
     if name in ("bert", "bert-megatron"):
         return {"logits": out.prediction_logits, "binary": out.seq_relationship_logits}
     if name == "bert-base":
@@ -72,12 +107,19 @@ def hf_outputs(name: str, m) -> dict:
 
 @torch.no_grad()
 def mz_outputs(name: str, m, hidden_states=None) -> dict:
-    x = inputs(name)
+    x = mz_inputs(name)
     if name.startswith("bert"):
         out = m(x["input_ids"] if hidden_states is None else None, x["attention_mask"], x["token_type_ids"],
                 hidden_states=hidden_states)
         if torch.is_tensor(out):
             return {"stage": out}
+        if name.endswith("-qa"):
+            start, end = span_logits(out.logits)
+            return {"start": start, "end": end}
+        if name.endswith("-choice"):
+            return {"logits": choice_logits(out.logits, CHOICES)}
+        if name in TASKS:
+            return {"logits": out.logits}
         if name in ("bert", "bert-megatron"):
             return {"logits": out.lm_logits, "binary": out.binary_logits}
         return {"hidden": out.hidden, "pooled": out.pooled}
@@ -125,7 +167,8 @@ def tp_rank_cases(converted: dict) -> dict:
             if ctx.pp_rank == 0:
                 dist.send(mz_outputs(name, model)["stage"].contiguous(), dst=1)
             else:
-                hidden = torch.empty(12, 2, cfg.hidden_size)
+                b, s = mz_inputs(name)["input_ids"].shape
+                hidden = torch.empty(s, b, cfg.hidden_size)
                 dist.recv(hidden, src=0)
                 out[(name, "pp2", False)] = mz_outputs(name, model, hidden)
             gathered[(name, "pp2")] = gather_full_state(model, ctx)

@@ -1,6 +1,8 @@
 """`megazoo export-hf CHECKPOINT OUT_DIR`: a megazoo model checkpoint -> a Hugging Face folder
 (config.json, safetensors weights sharded with an index past --max-shard-size, tokenizer files)
-that `transformers.AutoModel*.from_pretrained(OUT_DIR)` loads as it is."""
+that `transformers.AutoModel*.from_pretrained(OUT_DIR)` loads as it is. A model with bottleneck
+adapters exports its base model there and lists the adapter weights in OUT_DIR/adapters.safetensors
+(HF architectures have no adapters, and a Houlsby adapter cannot be merged into a linear weight)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     import torch
 
-    from megazoo.zoo.hf import HFExportError, config_from_dict, export_hf, unpad_heads
+    from megazoo.zoo.hf import ADAPTER_FILE, HFExportError, config_from_dict, export_hf, split_adapters, unpad_heads
     from megazoo.zoo.io import CheckpointError, load_model, read_meta, tokenizer_dir
 
     try:
@@ -40,5 +42,10 @@ def run(args) -> int:
     except (CheckpointError, HFExportError, ValueError, FileExistsError) as e:
         print(f"megazoo export-hf: error: {e}", file=sys.stderr)
         return 2
-    print(f"exported megazoo {arch} ({len(state)} tensors) -> {args.out_dir}")
+    base, adapters = split_adapters(state)
+    print(f"exported megazoo {arch} ({len(base)} tensors) -> {args.out_dir}")
+    if adapters:
+        print(f"adapters: {len(adapters)} bottleneck adapter tensors (adapter_size={cfg.adapter_size}) listed in "
+              f"{Path(args.out_dir) / ADAPTER_FILE}; the Hugging Face model in {args.out_dir} is the base model "
+              f"without them (HF architectures have no adapters)")
     return 0

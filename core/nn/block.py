@@ -1,10 +1,12 @@
-"""The transformer layer (pre-LN by default; post-LN for the original BERT layout)."""
+"""The transformer layer (pre-LN by default; post-LN for the original BERT layout), with optional
+bottleneck adapters (`adapter_size` > 0) on the attention and MLP outputs, before the residual add."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
+from megazoo.core.nn.adapter import Adapter
 from megazoo.core.nn.attention import Attention, KVCache
 from megazoo.core.nn.config import TransformerConfig
 from megazoo.core.nn.mlp import MLP
@@ -21,6 +23,9 @@ class TransformerLayer(nn.Module):
         self.attn = Attention(cfg, ctx, layer_number, dtype=dtype, device=device)
         self.norm2 = build_norm(cfg.norm, cfg.hidden_size, ctx, cfg.norm_eps, bias=True, dtype=dtype, device=device)
         self.mlp = MLP(cfg, ctx, dtype=dtype, device=device)
+        if cfg.adapter_size:  # no modules otherwise: parameter names (and checkpoints) stay as they were
+            self.adapter1 = Adapter(cfg.hidden_size, cfg.adapter_size, ctx, cfg.init_std, dtype=dtype, device=device)
+            self.adapter2 = Adapter(cfg.hidden_size, cfg.adapter_size, ctx, cfg.init_std, dtype=dtype, device=device)
 
     def _drop(self, x: torch.Tensor, rng: RNGTracker | None) -> torch.Tensor:
         if not self.training or self.cfg.dropout == 0.0:
@@ -29,11 +34,17 @@ class TransformerLayer(nn.Module):
         generator = None if rng is None else rng.get("tensor-parallel" if self.ctx.sp else "default")
         return dropout(x, self.cfg.dropout, generator)
 
+    def _branch(self, out: torch.Tensor, adapter: str, rng: RNGTracker | None) -> torch.Tensor:
+        """A sublayer's output on its way to the residual add: dropout, then the adapter (where
+        adapter-transformers puts Houlsby's adapter, so the adapter sees what the residual gets)."""
+        out = self._drop(out, rng)
+        return getattr(self, adapter)(out) if self.cfg.adapter_size else out
+
     def forward(self, x: torch.Tensor, rope=None, mask=None, cache: KVCache | None = None,
                 rng: RNGTracker | None = None) -> torch.Tensor:
         """x: [s, b, h] (s / tp under sequence parallelism)."""
         if self.cfg.post_norm:
-            x = self.norm1(x + self._drop(self.attn(x, rope, mask, cache, rng), rng))
-            return self.norm2(x + self._drop(self.mlp(x), rng))
-        x = x + self._drop(self.attn(self.norm1(x), rope, mask, cache, rng), rng)
-        return x + self._drop(self.mlp(self.norm2(x)), rng)
+            x = self.norm1(x + self._branch(self.attn(x, rope, mask, cache, rng), "adapter1", rng))
+            return self.norm2(x + self._branch(self.mlp(x), "adapter2", rng))
+        x = x + self._branch(self.attn(self.norm1(x), rope, mask, cache, rng), "adapter1", rng)
+        return x + self._branch(self.mlp(self.norm2(x)), "adapter2", rng)

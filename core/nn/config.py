@@ -27,6 +27,7 @@ class TransformerConfig:
     causal: bool = True
     recompute: str = "none"  # none | selective (core attention) | full (whole layer)
     attention_scale: float | None = None  # None: 1/sqrt(head dim)
+    adapter_size: int = 0  # bottleneck adapters after attention and MLP of every layer; 0: none
 
     def __post_init__(self):
         if self.num_kv_heads is None:
@@ -48,6 +49,8 @@ class TransformerConfig:
             raise ValueError(f"activation must be gelu, gelu_exact, swiglu, geglu or relu, got {self.activation!r}")
         if self.norm not in ("layernorm", "rmsnorm"):
             raise ValueError(f"norm must be layernorm or rmsnorm, got {self.norm!r}")
+        if self.adapter_size < 0:
+            raise ValueError(f"adapter_size must be >= 0 (0: no adapters), got {self.adapter_size}")
 
     def check_tensor_parallel(self, tp: int) -> None:
         """Raise a clear error when the model cannot be split over `tp` ranks."""
@@ -58,6 +61,8 @@ class TransformerConfig:
             problems.append(f"num_kv_heads={self.num_kv_heads}")
         if self.ffn_hidden_size % tp:
             problems.append(f"ffn_hidden_size={self.ffn_hidden_size}")
+        if self.adapter_size % tp:  # the adapter bottleneck is split over tp like the MLP
+            problems.append(f"adapter_size={self.adapter_size}")
         if problems:
             raise ValueError(f"tensor parallelism tp={tp} must divide {', '.join(problems)}; "
                              f"choose a tp that divides them")

@@ -11,6 +11,10 @@ gradients are reduce-scattered into it, and the updated slices are all-gathered 
 
 The update itself is torch's AdamW (fused where available, else foreach) over per-parameter
 "fragments": the part of each parameter inside this rank's slice, as views of the flat buffers.
+
+Frozen parameters (requires_grad=False, see megazoo.core.train.trainable) are left out of all of
+it: no gradient buffer, no main copy, no Adam state, no weight decay. They are only cast to the
+compute dtype once, here, and never written again, so they stay bit-equal through training.
 """
 
 from __future__ import annotations
@@ -77,6 +81,12 @@ class MixedPrecisionOptimizer:
                     seen.add(id(p))
                     params.append(p)
         self.params = params
+        # the model computes in `dtype`: trainable parameters become views of the buffers' flat
+        # `dtype` storage below; a frozen one is cast once and keeps that value for the whole run
+        frozen = {id(p): p for c in chunks for p in c.parameters() if not p.requires_grad and id(p) not in seen}
+        for p in frozen.values():
+            if p.dtype != dtype and p.is_floating_point():
+                p.data = p.data.to(dtype)
         self.buffers = GradBuffers(params, dtype, ctx, settings.distributed, settings.bucket_size,
                                    settings.overlap_grad_reduce)
         buf = self.buffers
@@ -116,10 +126,14 @@ class MixedPrecisionOptimizer:
                   {"params": plain, "weight_decay": 0.0}]
         groups = [g for g in groups if g["params"]]
         kw = dict(lr=settings.lr, betas=tuple(settings.betas), eps=settings.eps)
-        try:
-            self.adam = torch.optim.AdamW(groups, fused=True, **kw)
-        except (RuntimeError, ValueError):
-            self.adam = torch.optim.AdamW(groups, foreach=True, **kw)
+        # None: nothing to update on this rank (e.g. a pipeline stage whose parameters are all frozen,
+        # or a ZeRO shard holding none of the trainable ones); it still joins every collective
+        self.adam: torch.optim.AdamW | None = None
+        if groups:
+            try:
+                self.adam = torch.optim.AdamW(groups, fused=True, **kw)
+            except (RuntimeError, ValueError):
+                self.adam = torch.optim.AdamW(groups, foreach=True, **kw)
 
     # ----------------------------------------------------------------------------------------
     def zero_grad(self, num_micro_batches: int) -> None:
@@ -169,9 +183,10 @@ class MixedPrecisionOptimizer:
             coeff = clip / (norm + 1e-6)
             if coeff < 1.0:
                 grads.mul_(coeff)
-        for group in self.adam.param_groups:
-            group["lr"] = lr
-        self.adam.step()
+        if self.adam is not None:
+            for group in self.adam.param_groups:
+                group["lr"] = lr
+            self.adam.step()
         if self.main_shard is not None:
             for b in buf.buckets:
                 a, e = buf.owned_range(b)
@@ -185,12 +200,13 @@ class MixedPrecisionOptimizer:
     def state_bytes(self) -> dict[str, int]:
         """Bytes this rank holds for main parameters (separate fp32 copies) and optimizer state."""
         main = 0 if self.main_shard is None else self.main_shard.numel() * 4
-        state = sum(t.numel() * t.element_size() for s in self.adam.state.values() for t in s.values()
+        states = self.adam.state.values() if self.adam is not None else []
+        state = sum(t.numel() * t.element_size() for s in states for t in s.values()
                     if torch.is_tensor(t) and t.dim() > 0)
         return {"main_params": main, "optimizer_state": state}
 
     def state_dict(self) -> dict:
-        return {"adam": self.adam.state_dict(),
+        return {"adam": self.adam.state_dict() if self.adam is not None else None,
                 "main_shard": None if self.main_shard is None else self.main_shard.clone(),
                 "scaler": self.scaler.state_dict(),
                 "layout": {"numel": self.buffers.numel, "shards": self.buffers.shards,
@@ -201,7 +217,8 @@ class MixedPrecisionOptimizer:
         if state["layout"] != mine:
             raise ValueError(f"optimizer state was saved with layout {state['layout']}, this run has {mine}; "
                              "resume with the same parallel layout and optim.distributed setting")
-        self.adam.load_state_dict(state["adam"])
+        if self.adam is not None:
+            self.adam.load_state_dict(state["adam"])
         if self.main_shard is not None:
             self.main_shard.copy_(state["main_shard"])
             buf = self.buffers

@@ -266,6 +266,9 @@ class RunConfig:
                               f"{t.warmup_fraction}")
         if self.checkpoint.best_mode not in ("auto", "max", "min"):
             raise ConfigError(f"checkpoint.best_mode must be auto, max or min, got {self.checkpoint.best_mode!r}")
+        from megazoo.core.train.trainable import parse_patterns
+
+        parse_patterns(t.trainable)  # a malformed value fails here; the names are matched in the ranks
         cached = getattr(self, "_validated", None)
         if cached is not None and cached[0] == (world_size, self.to_yaml()):
             return cached[1]  # validated once per process: the builder made here is the one used

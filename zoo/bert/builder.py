@@ -3,8 +3,9 @@ pretraining objective on megazoo.core.data's BERT samples, at any TP/SP/PP/DP la
 
     megazoo train bert-tiny --set parallel.tp=2 parallel.pp=2 --nproc 4
 
-Samples (core/data/bert.py: sentence pairs, 15% of tokens masked 80/10/10, segments swapped half
-the time) become micro-batch tensors: input_ids, token_type_ids, attention_mask (1 = token),
+Samples (core/data/bert.py: sentence pairs, 15% of tokens masked 80/10/10 as whole-word n-grams
+(model.masking: whole_word, Megatron's default; or token), segments swapped half the time) become
+micro-batch tensors: input_ids, token_type_ids, attention_mask (1 = token),
 labels (the original token where masked, -100 elsewhere) and sop_labels (1 = segments swapped).
 The loss is Megatron-LM's: the masked-LM loss averaged over the global batch's masked tokens plus,
 with the binary head, the sentence-order loss averaged over its sequences.
@@ -40,6 +41,10 @@ class BertBuilder(ModelBuilder):
     own_data = True  # masked-LM + sentence-order samples
     def __init__(self, model: dict, recompute: str = "none"):
         self.arch, kwargs = parse_model_section(model, BertConfig, "bert")
+        if kwargs.get("task_head", "none") == "none":
+            # pretraining: the sentence-order head is on unless the recipe says otherwise, as in
+            # Megatron's pretrain_bert.py (--bert-no-binary-head turns it off); it reads the pooler
+            kwargs.setdefault("add_binary_head", kwargs.get("add_pooler", True))
         make = original_bert if kwargs.get("post_norm") else megatron_bert
         try:
             self.config: BertConfig = make(**kwargs, recompute=recompute)
@@ -91,8 +96,9 @@ class BertBuilder(ModelBuilder):
     def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:
         from megazoo.core.data import build_bert_datasets
 
-        splits = build_bert_datasets(data, tokenizer, self.config.seq_length, seed, num_samples,
-                                     binary_head=self.config.add_binary_head)
+        cfg = self.config
+        splits = build_bert_datasets(data, tokenizer, cfg.seq_length, seed, num_samples, binary_head=cfg.add_binary_head,
+                                     masking=cfg.masking, max_ngram=cfg.max_ngram)
         return tuple(Samples(s, bert_sample) if s is not None else None for s in (splits.train, splits.valid))
 
     def loss_counts(self, micro_batches: list[dict]) -> dict[str, torch.Tensor]:

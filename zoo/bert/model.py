@@ -1,8 +1,9 @@
 """BERT encoder on the parallel core: Megatron's pre-LN layout and the original post-LN one.
 
 A BertModel is one pipeline stage, as GPTModel: `pre_process` (word, position and token-type
-embeddings) on the first stage, `post_process` (final norm, masked-LM head, pooler, binary head) on
-the last, global layer range `layers=(start, stop)`; layers are keyed by their global index.
+embeddings) on the first stage, `post_process` (final norm, masked-LM head, pooler, binary head,
+a fine-tuning head of zoo/heads.py) on the last, global layer range `layers=(start, stop)`; layers
+are keyed by their global index.
 Batch-first at the edges, [s, b, h] inside (s / tp under sequence parallelism).
 """
 
@@ -23,9 +24,10 @@ from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.cross_entropy import vocab_parallel_cross_entropy
 from megazoo.core.parallel.embedding import VocabParallelEmbedding
 from megazoo.core.parallel.init import describe
-from megazoo.core.parallel.layers import ColumnParallelLinear, replicated_param
+from megazoo.core.parallel.layers import ColumnParallelLinear
 from megazoo.core.parallel.random import RNGTracker
 from megazoo.zoo.bert.config import BertConfig
+from megazoo.zoo.heads import Dense, TaskHead  # Dense: re-exported here, where it lived
 
 
 @dataclass
@@ -35,24 +37,8 @@ class BertOutput:
     lm_logits: torch.Tensor | None = None  # [b, s, vocab] (without labels)
     lm_loss: torch.Tensor | None = None  # [b, s] per-token masked-LM loss (with labels; 0 where -100)
     binary_logits: torch.Tensor | None = None  # [b, 2]
-
-
-class Dense(nn.Module):
-    """A small tp-replicated linear layer (pooler, LM-head transform, binary head).
-
-    `seq_sharded`: its input is sequence-sharded under sp, so the weight gradient must be summed
-    over the tp group (replicated_param); on replicated input it must not be."""
-
-    def __init__(self, fin: int, fout: int, ctx: ParallelContext, std: float, seq_sharded: bool = False, **kw):
-        super().__init__()
-        self.ctx, self.seq_sharded = ctx, seq_sharded
-        self.weight = describe(nn.Parameter(torch.empty(fout, fin, **kw)), ("normal", std))
-        self.bias = describe(nn.Parameter(torch.empty(fout, **kw)), ("zeros",))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.seq_sharded:
-            return F.linear(x, replicated_param(self.weight, self.ctx), replicated_param(self.bias, self.ctx))
-        return F.linear(x, self.weight, self.bias)
+    logits: torch.Tensor | None = None  # the task head's (zoo/heads.py): sequence [b, n], token [b, s, n],
+    #                                     span [b, s, 2], choice [b*C]
 
 
 class BertModel(ParallelModel):
@@ -97,6 +83,8 @@ class BertModel(ParallelModel):
                 self.pooler = Dense(h, h, ctx, std, **kw)
             if cfg.add_binary_head:
                 self.binary_head = Dense(h, 2, ctx, std, **kw)
+            if cfg.task_head != "none":
+                self.task_head = TaskHead(cfg.task_head, h, cfg.num_labels, ctx, std, cfg.dropout, **kw)
 
     def _act(self, x):
         return F.gelu(x) if self.cfg.activation == "gelu_exact" else F.gelu(x, approximate="tanh")
@@ -120,7 +108,9 @@ class BertModel(ParallelModel):
         """First stage takes input_ids [b, s] (token_type_ids [b, s], optional); later stages
         hidden_states [s(/tp), b, h]. attention_mask [b, s] (1 = token, 0 = padding) on every stage.
 
-        Returns a BertOutput on the last stage, hidden states [s(/tp), b, h] on the others."""
+        Returns a BertOutput on the last stage, hidden states [s(/tp), b, h] on the others.
+        `labels` [b, s] are the masked-LM labels: without an LM head (a fine-tuning model, whose
+        pipeline still hands the last stage the micro-batch's labels) they are ignored."""
         if self.pre_process:
             b, s = input_ids.shape
             if self.ctx.sp and s % self.ctx.tp:
@@ -159,4 +149,6 @@ class BertModel(ParallelModel):
             out.pooled = torch.tanh(self.pooler(out.hidden[:, 0]))
             if self.cfg.add_binary_head:
                 out.binary_logits = self.binary_head(out.pooled)
+        if self.cfg.task_head != "none":
+            out.logits = self.task_head(out.hidden, out.pooled, self.rng)
         return out

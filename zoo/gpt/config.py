@@ -64,7 +64,9 @@ def num_parameters(cfg: GPTConfig, tp: int = 1) -> int:
     attn = h * (q + 2 * kv) + q * h + (q + 2 * kv + h if cfg.bias else 0)
     mlp = (3 if cfg.activation == "swiglu" else 2) * h * f + ((2 if cfg.activation == "swiglu" else 1) * f + h if cfg.bias else 0)
     norms = 2 * h * (2 if cfg.norm == "layernorm" else 1)
-    per_layer = attn + mlp + norms
+    r = cfg.adapter_size
+    adapters = 2 * (2 * h * r + r + h) if r else 0  # two bottleneck adapters, with biases
+    per_layer = attn + mlp + norms + adapters
     emb = V * h + (cfg.seq_length * h if cfg.position == "learned" else 0)
     head = 0 if cfg.tie_embeddings else V * h
     final = h * (2 if cfg.norm == "layernorm" else 1)
@@ -80,7 +82,9 @@ def flops_per_iteration(cfg: GPTConfig, batch: int, seq: int | None = None, tp: 
     q = cfg.kv_channels * cfg.num_heads
     k = cfg.kv_channels * cfg.num_kv_heads
     V = cfg.padded_vocab(tp)
-    return batch * s * (6 * h * f * E * L + 6 * (h * (q + 2 * k) + q * h) * L + 6 * h * V) + 6 * q * batch * s * s * L
+    A = 4 * cfg.adapter_size  # two adapters of two h x r matmuls each
+    return batch * s * (6 * h * f * E * L + 6 * (h * (q + 2 * k) + q * h) * L + 6 * h * A * L + 6 * h * V) \
+        + 6 * q * batch * s * s * L
 
 
 def flops_per_token(cfg: GPTConfig, seq: int | None = None) -> float:

@@ -4,10 +4,16 @@
     model = import_hf(src, ctx)                         # this rank's slice/stage, ready to run
     export_hf(out_dir, arch, cfg, state, tokenizer=...) # a folder transformers.from_pretrained loads
     export_model(model, out_dir, arch, ctx)             # gathers TP/PP shards first (collective)
+
+Bottleneck adapters (model.adapter_size > 0) have no place in any HF architecture, and a Houlsby
+adapter (with its GELU) cannot be merged into a linear weight: the HF folder holds the base model
+and the adapter weights are listed beside it in `adapters.safetensors` (full megazoo names, e.g.
+`layers.0.adapter1.down.weight`; its metadata gives arch and adapter_size).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import torch
@@ -23,6 +29,14 @@ from megazoo.zoo.hf.writer import atomic_folder, copy_tokenizer, write_weights
 
 ADAPTERS = {m.MODEL_TYPE: m for m in (bert, gpt2, llama, megatron_bert, t5)}
 SUPPORTED_MODEL_TYPES = sorted(ADAPTERS)
+ADAPTER_FILE = "adapters.safetensors"  # the bottleneck adapters of an export, beside the HF weights
+_ADAPTER_KEY = re.compile(r"(^|\.)adapter[12]\.")
+
+
+def split_adapters(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """(base model tensors, bottleneck adapter tensors) of a full megazoo state dict."""
+    adapters = {k: v for k, v in state.items() if _ADAPTER_KEY.search(k)}
+    return {k: v for k, v in state.items() if k not in adapters}, adapters
 
 
 def adapter_for(arch: str, cfg):
@@ -47,10 +61,11 @@ def convert_from_hf(src, gguf_file: str | None = None, source: HFSource | None =
 
 
 def convert_to_hf(arch: str, cfg, state: dict[str, torch.Tensor]):
-    """(transformers config, HF state dict) for a full megazoo state dict."""
+    """(transformers config, HF state dict) of the base model of a full megazoo state dict (its
+    bottleneck adapters, which HF layouts have no place for, are left out: see split_adapters)."""
     ad = adapter_for(arch, cfg)
     hf_config = ad.config_to_hf(cfg)
-    hf_state = invert_rules(ad.rules(cfg), state)
+    hf_state = invert_rules(ad.rules(cfg), split_adapters(state)[0])
     if hasattr(ad, "export_state"):
         hf_state = ad.export_state(cfg, hf_state)
     return hf_config, hf_state
@@ -72,15 +87,23 @@ def import_hf(src, ctx: ParallelContext | None = None, gguf_file: str | None = N
 def export_hf(out_dir, arch: str, cfg, state: dict[str, torch.Tensor], tokenizer=None, max_shard_size="2GB",
               overwrite: bool = False, dtype: torch.dtype | None = None) -> Path:
     """Write an HF folder: config.json, safetensors weights (sharded with an index past
-    max_shard_size) and the tokenizer files (a folder or a tokenizer object)."""
+    max_shard_size) and the tokenizer files (a folder or a tokenizer object); bottleneck adapters,
+    if the model has any, go to ADAPTER_FILE beside them."""
     hf_config, hf_state = convert_to_hf(arch, cfg, state)
+    adapters = split_adapters(state)[1]
     if dtype is not None:
         hf_state = {k: v.to(dtype) for k, v in hf_state.items()}
+        adapters = {k: v.to(dtype) for k, v in adapters.items()}
         hf_config.dtype = str(dtype).replace("torch.", "")
     out = Path(out_dir)
     with atomic_folder(out, overwrite) as tmp:
         hf_config.save_pretrained(str(tmp))
         write_weights(tmp, hf_state, max_shard_size)
+        if adapters:
+            from safetensors.torch import save_file
+
+            save_file({k: v.detach().cpu().contiguous() for k, v in adapters.items()}, str(tmp / ADAPTER_FILE),
+                      metadata={"format": "pt", "arch": arch, "adapter_size": str(getattr(cfg, "adapter_size", 0))})
         copy_tokenizer(tokenizer, tmp)
     return out
 
@@ -94,8 +117,9 @@ def export_model(model, out_dir, arch: str, ctx: ParallelContext | None = None, 
     return None
 
 
-__all__ = ["ADAPTERS", "HFExportError", "HFImportError", "LayoutError", "SUPPORTED_MODEL_TYPES", "build_model",
-           "check_layout", "config_from_dict", "convert_from_hf", "convert_to_hf", "export_hf", "export_model",
-           "gather_full_state", "import_hf", "load_full_state", "pad_heads", "read_hf", "stage_layers", "unpad_heads"]
+__all__ = ["ADAPTER_FILE", "ADAPTERS", "HFExportError", "HFImportError", "LayoutError", "SUPPORTED_MODEL_TYPES",
+           "build_model", "check_layout", "config_from_dict", "convert_from_hf", "convert_to_hf", "export_hf",
+           "export_model", "gather_full_state", "import_hf", "load_full_state", "pad_heads", "read_hf",
+           "split_adapters", "stage_layers", "unpad_heads"]
 
 pad_heads = _pad_heads

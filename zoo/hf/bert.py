@@ -1,7 +1,11 @@
-"""BERT (BertModel / BertForMaskedLM / BertForPreTraining) <-> megazoo BERT in the post-LN layout.
+"""BERT (BertModel / BertForMaskedLM / BertForPreTraining, and the fine-tuned BertFor-
+SequenceClassification / TokenClassification / QuestionAnswering / MultipleChoice) <-> megazoo
+BERT in the post-LN layout.
 
 Which heads exist is read from the weights: the masked-LM head (cls.predictions), the pooler
-(pooler.dense), the next-sentence head (cls.seq_relationship). HF's "gelu" is the exact GELU.
+(pooler.dense), the next-sentence head (cls.seq_relationship), a task head (classifier,
+qa_outputs: zoo/heads.py); `architectures` tells a sequence classifier from a multiple-choice one
+(both a pooler and a classifier). HF's "gelu" is the exact GELU.
 Megatron's pre-LN BERT maps to HF's MegatronBert classes instead (megatron_bert.py); both share
 the embedding and head rules below.
 """
@@ -16,9 +20,13 @@ from megazoo.zoo.hf.common import HFExportError, HFImportError, Rule, fused_qkv,
 MODEL_TYPE = "bert"
 ARCH = "bert"
 PREFIX = "bert."
-HEADS = ("cls.",)
+HEADS = ("cls.", "classifier.", "qa_outputs.")
 ACT_TO_MZ = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu"}
 ACT_TO_HF = {"gelu_exact": "gelu", "gelu": "gelu_new"}
+# megazoo task head -> HF class suffix (after "Bert" / "MegatronBert"), and the head's HF tensor
+TASK_CLASSES = {"sequence": "ForSequenceClassification", "token": "ForTokenClassification",
+                "span": "ForQuestionAnswering", "choice": "ForMultipleChoice"}
+TASK_TENSOR = {"sequence": "classifier", "token": "classifier", "span": "qa_outputs", "choice": "classifier"}
 
 
 def check_hf_config(c) -> None:
@@ -31,6 +39,37 @@ def check_hf_config(c) -> None:
         raise HFImportError("BERT as a decoder (is_decoder=True) is not supported")
 
 
+def task_from_hf(c, keys) -> dict:
+    """task_head, num_labels and label_names from the HF config and the weights present."""
+    keys = set(keys)
+    archs = [a for a in (getattr(c, "architectures", None) or []) if isinstance(a, str)]
+    named = [k for k, suffix in TASK_CLASSES.items() if any(a.endswith(suffix) for a in archs)]
+    if "qa_outputs.weight" in keys:
+        kind = "span"
+        if c.num_labels != 2:
+            raise HFImportError(f"a question-answering head with num_labels={c.num_labels}: megazoo's span head "
+                                "has exactly 2 outputs (start, end)")
+    elif "classifier.weight" in keys:
+        if named and named[0] != "span":
+            kind = named[0]
+        elif "bert.pooler.dense.weight" not in keys:
+            kind = "token"  # the only HF BERT classifier without a pooler
+        else:
+            raise HFImportError(f"classifier weights with a pooler, but config.architectures {archs} does not say "
+                                "whether they are a sequence classifier or a multiple-choice head: set "
+                                "architectures to [\"BertForSequenceClassification\"] or [\"BertForMultipleChoice\"] "
+                                "in config.json")
+    else:
+        return {}
+    names = []
+    if kind in ("sequence", "token"):
+        id2label = {int(k): str(v) for k, v in (getattr(c, "id2label", None) or {}).items()}
+        names = [id2label.get(i, f"LABEL_{i}") for i in range(c.num_labels)]
+        if names == [f"LABEL_{i}" for i in range(c.num_labels)]:  # transformers' placeholders: nothing to keep
+            names = []
+    return dict(task_head=kind, num_labels=c.num_labels, label_names=names)
+
+
 def config_kwargs(c, keys) -> dict:
     """megazoo BertConfig fields read from an HF (Megatron)BertConfig and the weights present."""
     check_hf_config(c)
@@ -41,7 +80,7 @@ def config_kwargs(c, keys) -> dict:
                 dropout=c.hidden_dropout_prob, attention_dropout=c.attention_probs_dropout_prob,
                 add_lm_head="cls.predictions.transform.dense.weight" in keys,
                 add_pooler="bert.pooler.dense.weight" in keys,
-                add_binary_head="cls.seq_relationship.weight" in keys)
+                add_binary_head="cls.seq_relationship.weight" in keys, **task_from_hf(c, keys))
 
 
 def config_from_hf(c, keys) -> BertConfig:
@@ -49,6 +88,11 @@ def config_from_hf(c, keys) -> BertConfig:
 
 
 def architecture(cfg: BertConfig, prefix: str = "Bert") -> str:
+    if cfg.task_head != "none":
+        if cfg.add_lm_head or cfg.add_binary_head:
+            raise HFExportError(f"{prefix}{TASK_CLASSES[cfg.task_head]} has no masked-LM or next-sentence head: "
+                                "build the fine-tuned model with add_lm_head=false and add_binary_head=false")
+        return prefix + TASK_CLASSES[cfg.task_head]
     if cfg.add_lm_head:
         return f"{prefix}ForPreTraining" if cfg.add_binary_head else f"{prefix}ForMaskedLM"
     return f"{prefix}Model"
@@ -64,7 +108,13 @@ def check_exportable(cfg: BertConfig, post_norm: bool, hf_name: str) -> None:
 
 
 def hf_config_kwargs(cfg: BertConfig) -> dict:
-    return dict(vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
+    labels = {}
+    if cfg.task_head != "none":
+        labels = dict(num_labels=cfg.num_labels)
+        if cfg.label_names:
+            labels.update(id2label=dict(enumerate(cfg.label_names)),
+                          label2id={n: i for i, n in enumerate(cfg.label_names)})
+    return dict(**labels, vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
                 num_attention_heads=cfg.num_heads, intermediate_size=cfg.ffn_hidden_size,
                 hidden_act=ACT_TO_HF[cfg.activation], max_position_embeddings=cfg.seq_length,
                 type_vocab_size=max(cfg.num_tokentypes, 1), layer_norm_eps=cfg.norm_eps,
@@ -105,6 +155,8 @@ def head_rules(cfg: BertConfig) -> list[Rule]:
                     same("lm_norm." + w, "cls.predictions.transform.LayerNorm." + w)]
         if cfg.add_binary_head:
             out.append(same("binary_head." + w, "cls.seq_relationship." + w))
+        if cfg.task_head != "none":
+            out.append(same("task_head.classifier." + w, f"{TASK_TENSOR[cfg.task_head]}.{w}"))
     if cfg.add_lm_head:
         out.append(same("lm_bias", "cls.predictions.bias"))
     return out
@@ -129,7 +181,11 @@ def ignore(cfg: BertConfig) -> re.Pattern:
 
 
 def export_state(cfg: BertConfig, hf_state: dict) -> dict:
-    """A model without heads is written as BertModel (keys without the `bert.` prefix)."""
-    if cfg.add_lm_head or cfg.add_binary_head:
+    """A model without heads is written as BertModel (keys without the `bert.` prefix). HF's token
+    and span classes have no pooler: a pooler the fine-tuned model kept is left out (it does not
+    touch their logits, and so was never trained)."""
+    if cfg.task_head in ("token", "span"):
+        return {k: v for k, v in hf_state.items() if not k.startswith(PREFIX + "pooler.")}
+    if cfg.add_lm_head or cfg.add_binary_head or cfg.task_head != "none":
         return hf_state
     return {k[len(PREFIX):] if k.startswith(PREFIX) else k: v for k, v in hf_state.items()}

@@ -7,6 +7,7 @@ so the round trip is exact by construction and checked by the tests.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -109,7 +110,11 @@ def read_hf(src, supported: list[str], gguf_file: str | None = None) -> HFSource
         raise HFImportError("importing from Hugging Face needs transformers: pip install transformers") from e
     if isinstance(src, PreTrainedModel):
         _check_type(src.config.model_type, supported, type(src).__name__)
-        return HFSource(src.config, {k: v.detach() for k, v in src.state_dict().items()})
+        # a model built in memory may have no `architectures` yet (save_pretrained writes it), and
+        # its class is the truth about its head (a sequence classifier vs a multiple-choice one)
+        config = copy.deepcopy(src.config)
+        config.architectures = [type(src).__name__]
+        return HFSource(config, {k: v.detach() for k, v in src.state_dict().items()})
     path = Path(src)
     if not path.is_dir():
         raise HFImportError(f"{path} is not a folder: pass a Hugging Face model folder (config.json and weights)")

@@ -1,21 +1,23 @@
-"""Megatron's pre-LN BERT <-> Hugging Face MegatronBertModel / ForMaskedLM / ForPreTraining.
+"""Megatron's pre-LN BERT <-> Hugging Face MegatronBertModel / ForMaskedLM / ForPreTraining and
+the fine-tuned MegatronBertFor{SequenceClassification, TokenClassification, QuestionAnswering,
+MultipleChoice}.
 
 HF's MegatronBert is Megatron-LM's layout: no LayerNorm on the embeddings, a LayerNorm before
 attention (`attention.ln`) and before the MLP (`ln`) in every layer, and a final one
-(`encoder.ln`) before the heads. The embeddings and heads are named as in BERT (bert.py).
+(`encoder.ln`) before the heads. The embeddings and heads (task heads too) are named as in BERT
+(bert.py).
 """
 
 from __future__ import annotations
 
 from megazoo.zoo.bert.config import BertConfig, megatron_bert
-from megazoo.zoo.hf.bert import (attention_rules, architecture, check_exportable, config_kwargs, embedding_rules,
-                                 export_state, head_rules, hf_config_kwargs, ignore)
+from megazoo.zoo.hf.bert import (HEADS, attention_rules, architecture, check_exportable, config_kwargs,
+                                 embedding_rules, export_state, head_rules, hf_config_kwargs, ignore)
 from megazoo.zoo.hf.common import Rule, same
 
 MODEL_TYPE = "megatron-bert"
 ARCH = "bert"
 PREFIX = "bert."
-HEADS = ("cls.",)
 
 
 def config_from_hf(c, keys) -> BertConfig:

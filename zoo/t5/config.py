@@ -23,6 +23,7 @@ class T5Config(TransformerConfig):
     pad_token_id: int = 0
     eos_token_id: int = 1
     seq_length: int = 512  # a default length for data pipelines; relative positions have no limit
+    masking: str = "t5"  # pretraining spans (core/data/t5.py): t5 (the T5 paper's) | megatron (whole-word, geometric)
     # T5's layer settings, as defaults of the shared transformer config
     norm: str = "rmsnorm"
     norm_eps: float = 1e-6
@@ -38,6 +39,11 @@ class T5Config(TransformerConfig):
             self.num_decoder_layers = self.num_layers
         if self.position != "relative":
             raise ValueError(f"T5 uses relative position buckets, got position={self.position!r}")
+        if self.masking not in ("t5", "megatron"):
+            raise ValueError(f"masking must be t5 (the T5 paper's spans) or megatron, got {self.masking!r}")
+        if self.adapter_size:  # its decoder layers (self + cross attention) have no adapter slots
+            raise ValueError(f"T5 does not take bottleneck adapters (adapter_size={self.adapter_size}); adapters are "
+                             "available for gpt, llama and bert: set adapter_size=0")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -15,9 +15,11 @@ def _grad_attr(p: torch.nn.Parameter) -> str:
 
 
 def shared_embedding_params(chunks) -> list[torch.nn.Parameter]:
-    """Parameters marked `shared_embedding = True`: the input embedding on the first stage and the
-    tied output head on the last (one copy each, initialised equal)."""
-    return [p for ch in chunks for p in ch.parameters() if getattr(p, "shared_embedding", False)]
+    """Trainable parameters marked `shared_embedding = True`: the input embedding on the first stage
+    and the tied output head on the last (one copy each, initialised equal). A frozen pair (both
+    copies are frozen together: train.trainable matches them by one stored name) has nothing to sum."""
+    return [p for ch in chunks for p in ch.parameters()
+            if getattr(p, "shared_embedding", False) and p.requires_grad]
 
 
 def finalize_grads(chunks, ctx: ParallelContext) -> None:
