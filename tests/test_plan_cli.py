@@ -102,3 +102,80 @@ def test_dry_run_llama_interleaved(capsys):
 def test_dry_run_refuses_other_architectures(capsys):
     code, _, err = run_cli(capsys, "bert-345m", "--gpus", "8", "--dry-run")
     assert code == 2 and "--dry-run builds the GPT family" in err
+
+
+# ---- issue 16 point 9: every validated row from the command line -------------------------------------
+def _validation_rows():
+    from megazoo.core.plan.validation import published_rows
+
+    return published_rows()
+
+
+@pytest.mark.parametrize("row", _validation_rows(), ids=lambda r: r.label.replace(" ", "_"))
+def test_every_validation_row_reproduces_from_the_cli(capsys, row):
+    from megazoo.core.plan.validation import evaluate
+    from megazoo.zoo.cli_plan import row_command
+
+    expected = evaluate(row)
+    code, out, err = run_cli(capsys, *row_command(row), "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["step_time_s"] == pytest.approx(expected["predicted_step_s"], rel=1e-9)
+    assert got["flops_convention"] == row.convention
+    assert got["tflops_per_gpu"] == pytest.approx(expected["predicted_tflops"], rel=1e-9)
+    assert got["memory_gb_per_gpu"] == pytest.approx(expected["memory_gb"], rel=1e-9)
+
+
+def test_the_issue_command_gives_the_validation_row(capsys):
+    # the command of issue 16: without --no-scatter-gather it predicted 51 s and 110 (model) TFLOP/s
+    argv = ["mt-nlg-530b", "--gpus", "2240", "--gpu", "a100-80gb", "--tp", "8", "--pp", "35", "--global-batch",
+            "1920", "--micro-batch", "1", "--recompute", "full", "--no-sp", "--no-flash-attention"]
+    code, out, _ = run_cli(capsys, *argv, "--json")
+    default = json.loads(out)
+    assert code == 0 and default["flops_convention"] == "model" and default["layout"]["scatter_gather"] is True
+    code, out, _ = run_cli(capsys, *argv, "--no-scatter-gather", "--flops-convention", "narayanan", "--json")
+    plan = json.loads(out)
+    assert plan["step_time_s"] > default["step_time_s"]  # the whole activation crosses the network
+    assert plan["step_time_s"] == pytest.approx(53.2, abs=0.05)
+    assert plan["tflops_per_gpu"] == pytest.approx(142.1, abs=0.05)  # bench/RESULTS.md's row
+    assert plan["mfu"] == pytest.approx(default["mfu"] * default["step_time_s"] / plan["step_time_s"])
+    code, text, _ = run_cli(capsys, *argv, "--no-scatter-gather", "--flops-convention", "narayanan")
+    assert "142.1 TFLOP/s per GPU (narayanan FLOPs)" in text and "no scatter/gather" in text
+
+
+def test_flops_conventions_differ_as_documented(capsys):
+    argv = ["gpt-1.3b", "--gpus", "8", "--global-batch", "64", "--recompute", "full", "--json"]
+    tflops = {}
+    for conv in ("model", "narayanan", "megatron2024"):
+        code, out, _ = run_cli(capsys, *argv, "--flops-convention", conv)
+        tflops[conv] = json.loads(out)["tflops_per_gpu"]
+    # narayanan counts the recompute forward (4 passes, not 3); megatron2024 the full attention core
+    assert tflops["narayanan"] > tflops["megatron2024"] > tflops["model"]
+    assert 1.25 < tflops["narayanan"] / tflops["megatron2024"] < 1.4
+    with pytest.raises(SystemExit) as exc:  # argparse names the three choices
+        run_cli(capsys, *argv, "--flops-convention", "peak")
+    assert exc.value.code == 2 and "choose from 'model', 'narayanan', 'megatron2024'" in capsys.readouterr().err
+
+
+def test_validate_prints_the_whole_table(capsys):
+    from megazoo.core.plan.validation import published_rows
+
+    code, out, _ = run_cli(capsys, "--validate")
+    assert code == 0
+    for row in published_rows():
+        assert row.label in out
+    assert "44.4" in out and "50.2" in out and "60.1" in out  # MT-NLG's three step times
+    assert out.count("megazoo plan ") == len(published_rows())
+    code, out, _ = run_cli(capsys, "--validate", "--json")
+    table = json.loads(out)
+    assert len(table) == len(published_rows()) and all(r["command"].startswith("megazoo plan ") for r in table)
+
+
+def test_plan_without_model_or_gpus_says_what_to_give(capsys):
+    code, out, err = run_cli(capsys, "gpt-345m")
+    assert code == 2 and "--gpus" in err and "--validate" in err
+
+
+def test_size_flags_refuse_dry_run(capsys):
+    code, _, err = run_cli(capsys, "gpt-345m", "--gpus", "8", "--num-layers", "12", "--dry-run")
+    assert code == 2 and "size flags" in err

@@ -1,8 +1,12 @@
 """`megazoo plan MODEL --gpus N --gpu a100-80gb ...`: memory, step time and MFU of a layout.
 
-MODEL is a model card (`megazoo zoo list`) or a card YAML path. `--search` ranks every feasible
-layout; `--dry-run` builds the real megazoo model of one rank on the meta device under torch's fake
-process group and checks its parameters against the planner's.
+MODEL is a model card (`megazoo zoo list`) or a card YAML path; --num-layers, --hidden-size, ...
+override the card's sizes. `--search` ranks every feasible layout; `--dry-run` builds the real
+megazoo model of one rank on the meta device under torch's fake process group and checks its
+parameters against the planner's. `megazoo plan --validate` prints the validation table (published
+scaling results against the planner) with, for each row, the command that reproduces it: every
+setting a row assumes (DeepSpeed's pipeline without scatter/gather, overlapped communication, the
+paper's FLOP convention) has a flag.
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ import json
 import sys
 from math import prod
 
+from megazoo.core.plan.flops import FLOPS_CONVENTIONS as FLOPS_CONVENTION_HELP
+
 GIB = float(2**30)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="model card name (see `megazoo zoo list`) or a card YAML path")
-    parser.add_argument("--gpus", type=int, required=True, help="number of GPUs")
+    parser.add_argument("model", nargs="?", help="model card name (see `megazoo zoo list`) or a card YAML path")
+    parser.add_argument("--gpus", type=int, default=None, help="number of GPUs (required unless --validate)")
     parser.add_argument("--gpu", default="a100-80gb", help="GPU type: v100, a100-40gb, a100-80gb, h100, h200, b200")
     parser.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
     parser.add_argument("--pp", type=int, default=1, help="pipeline-parallel size")
@@ -35,6 +41,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--network-gb-s", type=float, default=None, help="per-GPU inter-node bandwidth")
     parser.add_argument("--no-flash-attention", dest="flash_attention", action="store_false",
                         help="unfused attention (stores the s x s scores)")
+    parser.add_argument("--no-scatter-gather", dest="scatter_gather", action="store_false",
+                        help="pipeline sends carry the whole activation, not 1/tp of it (DeepSpeed's pipeline, "
+                             "as MT-NLG ran; Megatron-LM's scatter/gather optimisation is the default)")
+    parser.add_argument("--overlap-grad-reduce", action="store_true", help="overlap the data-parallel gradient reduction")
+    parser.add_argument("--overlap-param-gather", action="store_true",
+                        help="overlap the distributed optimizer's parameter all-gather")
+    parser.add_argument("--tp-comm-overlap", action="store_true", help="overlap tensor-parallel communication with GEMMs")
+    parser.add_argument("--flops-convention", choices=tuple(FLOPS_CONVENTION_HELP), default="model",
+                        help="FLOP count behind the reported TFLOP/s: " + "; ".join(
+                            f"{k} = {v}" for k, v in FLOPS_CONVENTION_HELP.items()) + " (MFU is always model FLOPs)")
+    # model sizes over the card's (to plan a shape no card has, e.g. a published table's row)
+    for flag, help_ in (("num-layers", "transformer layers"), ("hidden-size", "hidden size"),
+                        ("num-heads", "attention heads"), ("num-kv-heads", "key/value heads (default: --num-heads)"),
+                        ("ffn-hidden-size", "MLP hidden size"), ("vocab-size", "vocabulary size (padded as Megatron pads it)")):
+        parser.add_argument(f"--{flag}", type=int, default=None, help=f"{help_}, over the card's")
+    parser.add_argument("--untie-embeddings", dest="tie_embeddings", action="store_false", default=None,
+                        help="a separate output layer (over the card's tie_embeddings)")
+    parser.add_argument("--tie-embeddings", dest="tie_embeddings", action="store_true")
+    parser.add_argument("--validate", action="store_true",
+                        help="print the planner against every published row (bench/RESULTS.md) and its command")
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     parser.add_argument("--search", action="store_true", help="rank every feasible layout by predicted throughput")
     parser.add_argument("--top", type=int, default=10, help="layouts shown by --search")
@@ -50,7 +76,30 @@ def build_layout(args: argparse.Namespace):
                   global_batch=args.global_batch, seq_length=args.seq_length, sp=args.sp, recompute=args.recompute,
                   distributed_optimizer=args.distributed_optimizer, precision=args.precision,
                   gpus_per_node=args.gpus_per_node, nvlink_gb_s=args.nvlink_gb_s, network_gb_s=args.network_gb_s,
-                  flash_attention=args.flash_attention)
+                  flash_attention=args.flash_attention, scatter_gather=args.scatter_gather,
+                  overlap_grad_reduce=args.overlap_grad_reduce, overlap_param_gather=args.overlap_param_gather,
+                  tp_comm_overlap=args.tp_comm_overlap)
+
+
+SHAPE_FLAGS = ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size",
+               "tie_embeddings")
+
+
+def build_shape(card: dict, args: argparse.Namespace):
+    """The card's ModelShape with the size flags applied (num_kv_heads follows --num-heads unless given)."""
+    from dataclasses import replace
+
+    from megazoo.zoo.cards import card_shape
+
+    shape = card_shape(card)
+    changes = {k: getattr(args, k) for k in SHAPE_FLAGS if getattr(args, k, None) is not None}
+    if "num_heads" in changes and "num_kv_heads" not in changes and shape.kv_heads == shape.num_heads:
+        changes["num_kv_heads"] = changes["num_heads"]
+    if not changes:
+        return shape
+    shape = replace(shape, **changes, name=f"{shape.name} (" + ", ".join(f"{k}={v}" for k, v in changes.items()) + ")")
+    shape.validate()
+    return shape
 
 
 # ----------------------------------------------------------------------------------------- dry run
@@ -139,9 +188,80 @@ def print_plan(p) -> None:
     print(f"FLOPs per iteration: {p.flops_per_iteration:.4g}; pipeline bubble (p-1)/(v*m): {p.bubble_fraction:.1%}")
     tb = p.time_breakdown_s
     print(f"step time: {p.step_time_s:.3g} s (" + ", ".join(f"{k} {v:.3g}" for k, v in tb.items()) + ")")
-    print(f"throughput: {p.tokens_per_s:,.0f} tokens/s, {p.tflops_per_gpu:.1f} TFLOP/s per GPU, MFU {p.mfu:.1%}")
+    print(f"throughput: {p.tokens_per_s:,.0f} tokens/s, {p.tflops_per_gpu:.1f} TFLOP/s per GPU "
+          f"({p.flops_convention} FLOPs), MFU {p.mfu:.1%}")
+    if p.flops_convention != "model":
+        print(f"  {p.flops_convention} FLOPs: {FLOPS_CONVENTION_HELP[p.flops_convention]}")
+    if lay["pp"] > 1 and not lay["scatter_gather"]:
+        print("pipeline sends carry the whole activation (no scatter/gather, as DeepSpeed's pipeline)")
     for w in p.warnings:
         print(f"warning: {w}")
+
+
+# ------------------------------------------------------------------------------------------ validate
+VALIDATION_BASE_CARD = "gpt-345m"  # a plain GPT card; a row's sizes go over it as flags (MT-NLG has its own)
+
+
+def row_command(row) -> list[str]:
+    """`megazoo plan` arguments that reproduce one validation row (core/plan/validation.py): the
+    row's sizes over a GPT card, its layout, the software settings it assumes and its paper's FLOP
+    convention. tests/test_plan_cli.py runs each and checks step time and TFLOP/s."""
+    from megazoo.zoo.cards import card_shape
+
+    from megazoo.core.plan.params import padded_vocab
+
+    s, lay = row.shape, row.layout
+    card = "mt-nlg-530b" if row.source.startswith("MT-NLG") else VALIDATION_BASE_CARD
+    argv = [card]
+    base = card_shape(card)
+    for name in SHAPE_FLAGS[:-1]:
+        value = s.kv_heads if name == "num_kv_heads" else getattr(s, name)
+        if name == "num_kv_heads" and value == s.num_heads:
+            continue  # --num-heads sets the key/value heads too
+        if name == "vocab_size" and padded_vocab(value, lay.tp) == padded_vocab(base.vocab_size, lay.tp):
+            continue  # the same padded vocabulary: the same model (GPT-2's 50,257 is 51,200 at tp 8)
+        if value != getattr(base, name):
+            argv += [f"--{name.replace('_', '-')}", str(value)]
+    if s.tie_embeddings != base.tie_embeddings:
+        argv.append("--tie-embeddings" if s.tie_embeddings else "--untie-embeddings")
+    seq = lay.seq_length or s.seq_length
+    argv += (["--seq-length", str(seq)] if seq != base.seq_length else []) + ["--gpus", str(lay.gpus), "--gpu", row.gpu,
+             "--tp", str(lay.tp), "--pp", str(lay.pp)] + (["--vpp", str(lay.vpp)] if lay.vpp > 1 else [])
+    argv += ["--micro-batch", str(lay.micro_batch), "--global-batch", str(lay.batch), "--recompute", lay.recompute]
+    if lay.precision != "bf16":
+        argv += ["--precision", lay.precision]
+    if lay.sp is not None:
+        argv.append("--sp" if lay.sp else "--no-sp")
+    flags = [(lay.distributed_optimizer, "--distributed-optimizer"), (not lay.flash_attention, "--no-flash-attention"),
+             (not lay.scatter_gather, "--no-scatter-gather"), (lay.overlap_grad_reduce, "--overlap-grad-reduce"),
+             (lay.overlap_param_gather, "--overlap-param-gather"), (lay.tp_comm_overlap, "--tp-comm-overlap")]
+    argv += [flag for on, flag in flags if on]
+    return argv + ["--flops-convention", row.convention]
+
+
+def print_validation(as_json: bool) -> None:
+    from megazoo.core.plan.validation import published_rows, validation_table
+
+    table = validation_table()
+    for r, row in zip(table, published_rows()):
+        r["command"] = "megazoo plan " + " ".join(row_command(row))
+    if as_json:
+        print(json.dumps(table, indent=1))
+        return
+    within = sum(abs(r["residual"]) <= 0.15 for r in table)
+    print(f"{'source':<30} {'row':<22} {'tp x pp x dp (vpp)':<18} {'conv.':<12} {'published':>9} {'predicted':>9} "
+          f"{'residual':>8} {'step s (published)':>19} {'GiB':>5}")
+    for r in table:
+        lay = f"{r['tp']} x {r['pp']} x {r['dp']}" + (f" ({r['vpp']}{'*' if r['interleave_assumed'] else ''})"
+                                                       if r["vpp"] > 1 else "")
+        step = f"{r['predicted_step_s']:.3g}" + (f" ({r['published_step_s']:g})" if r["published_step_s"] else "")
+        print(f"{r['source']:<30} {r['label']:<22} {lay:<18} {r['convention']:<12} {r['published_tflops']:>9.1f} "
+              f"{r['predicted_tflops']:>9.1f} {r['residual']:>+8.1%} {step:>19} {r['memory_gb']:>5.0f}")
+    print(f"{within} of {len(table)} rows within 15% (TFLOP/s per GPU, each in its paper's convention). "
+          "* vpp assumed by the interleaving rule (the smallest that divides a stage's layers).")
+    print("Each row from the command line:")
+    for r in table:
+        print(f"  {r['label']}: {r['command']}")
 
 
 def plot(path: str, plans: list, title: str) -> None:
@@ -181,14 +301,19 @@ def run(args: argparse.Namespace) -> int:
     from megazoo.core.plan.planner import plan
     from megazoo.core.plan.search import search
     from megazoo.core.plan.shapes import PlanError
-    from megazoo.zoo.cards import CardError, card_shape, load_card
+    from megazoo.zoo.cards import CardError, load_card
 
+    if args.validate:
+        print_validation(args.json)
+        return 0
     try:
+        if args.model is None or args.gpus is None:
+            raise PlanError("give a MODEL and --gpus N (or --validate for the validation table)")
         card = load_card(args.model)
-        shape = card_shape(card)
+        shape = build_shape(card, args)
         layout = build_layout(args)
         if args.search:
-            plans = search(shape, layout, args.gpu)
+            plans = search(shape, layout, args.gpu, flops_convention=args.flops_convention)
             if not plans:
                 raise PlanError(f"no layout of {args.gpus} GPUs fits {card['name']} on {args.gpu}; add GPUs, "
                                 "or a larger global batch that more data-parallel replicas can share")
@@ -197,7 +322,7 @@ def run(args: argparse.Namespace) -> int:
                 print(json.dumps([p.to_dict() for p in plans], indent=1))
             else:
                 print(f"{'rank':>4} {'tp':>3} {'pp':>4} {'vpp':>3} {'dp':>5} {'mb':>3} {'recompute':>9} {'dist-opt':>8} "
-                      f"{'GiB':>6} {'step s':>8} {'tokens/s':>10} {'TFLOP/s':>8} {'MFU':>6}")
+                      f"{'GiB':>6} {'step s':>8} {'tokens/s':>10} {'TFLOP/s':>8} {'MFU':>6}   (TFLOP/s: {args.flops_convention} FLOPs)")
                 for i, p in enumerate(plans, 1):
                     lay = p.layout
                     print(f"{i:>4} {lay['tp']:>3} {lay['pp']:>4} {lay['vpp']:>3} {p.dp:>5} {lay['micro_batch']:>3} "
@@ -206,7 +331,10 @@ def run(args: argparse.Namespace) -> int:
             if args.plot:
                 plot(args.plot, plans, f"{card['name']} on {args.gpus} x {args.gpu}: best layouts")
             return 0
-        result = plan(shape, layout, args.gpu)
+        if args.dry_run and any(getattr(args, k, None) is not None for k in SHAPE_FLAGS):
+            raise PlanError("--dry-run builds the card's own model: drop the size flags (--num-layers, ...) or "
+                            "write a card YAML with those sizes")
+        result = plan(shape, layout, args.gpu, flops_convention=args.flops_convention)
         checks = dry_run(card, layout) if args.dry_run else None
     except (PlanError, CardError) as e:
         print(f"megazoo plan: error: {e}", file=sys.stderr)

@@ -166,15 +166,17 @@ def build_gpt_datasets(config: Any, tokenizer, seq_length: int, seed: int,
 
 def build_bert_datasets(config: Any, tokenizer, seq_length: int, seed: int,
                         num_samples: Sequence[int | None] | None = None, masking_prob: float = 0.15,
-                        short_seq_prob: float = 0.1, binary_head: bool = True) -> Splits:
-    """BERT train/valid/test datasets over sentence-split data (see bert.py for the item keys)."""
+                        short_seq_prob: float = 0.1, binary_head: bool = True, masking: str = "whole_word",
+                        max_ngram: int = 3) -> Splits:
+    """BERT train/valid/test datasets over sentence-split data (see bert.py for the item keys).
+    masking: "whole_word" (Megatron's default: whole-word n-grams of up to max_ngram words) or "token"."""
     from megazoo.core.data.bert import BertDataset, check_bert_options
 
-    check_bert_options(tokenizer, seq_length)
+    check_bert_options(tokenizer, seq_length, masking, max_ngram)
 
     def make(ds, idx, n, split, cache):
         return BertDataset(ds, idx, n, seq_length, seed, tokenizer, split, masking_prob,
-                           short_seq_prob, binary_head, cache)
+                           short_seq_prob, binary_head, cache, masking, max_ngram)
 
     def enough(ds, idx):
         need = 2 if binary_head else 1
@@ -186,15 +188,16 @@ def build_bert_datasets(config: Any, tokenizer, seq_length: int, seed: int,
 def build_t5_datasets(config: Any, tokenizer, encoder_seq_length: int, seed: int,
                       num_samples: Sequence[int | None] | None = None,
                       decoder_seq_length: int | None = None, noise_density: float = 0.15,
-                      mean_span: float = 3.0) -> Splits:
-    """T5 span-corruption train/valid/test datasets (see t5.py for the item keys)."""
+                      mean_span: float = 3.0, masking: str = "t5") -> Splits:
+    """T5 span-corruption train/valid/test datasets (see t5.py for the item keys).
+    masking: "t5" (the T5 paper's random spans, mean 3) or "megatron" (whole-word geometric spans)."""
     from megazoo.core.data.t5 import T5Dataset, check_t5_options
 
-    check_t5_options(tokenizer, encoder_seq_length, decoder_seq_length, noise_density, mean_span)
+    check_t5_options(tokenizer, encoder_seq_length, decoder_seq_length, noise_density, mean_span, masking)
 
     def make(ds, idx, n, split, cache):
         return T5Dataset(ds, idx, n, encoder_seq_length, seed, tokenizer, decoder_seq_length, split,
-                         noise_density, mean_span, cache_dir=cache)
+                         noise_density, mean_span, cache_dir=cache, masking=masking)
 
     def enough(ds, idx):
         return len(idx) > 0 and bool(np.any(np.diff(ds.document_indices)[idx] >= 1))

@@ -7,7 +7,7 @@ attention core is counted causally for decoders (half the s x s work), in full f
 from __future__ import annotations
 
 from megazoo.core.plan.params import padded_vocab
-from megazoo.core.plan.shapes import ModelShape
+from megazoo.core.plan.shapes import ModelShape, PlanError
 
 
 def model_flops(shape: ModelShape, batch: int, seq: int | None = None, tp: int = 1,
@@ -57,3 +57,28 @@ def megatron_2024_flops(shape: ModelShape, batch: int, seq: int | None = None, v
     n = shape.num_layers
     return float(batch * s * ((6 * h * f * e + 6 * (h * (q + 2 * k) + q * h)) * n + 6 * h * v)
                  + 12 * q * batch * s * s * n)
+
+
+# The FLOP conventions a TFLOP/s figure can be reported in (`megazoo plan --flops-convention`).
+# Published tables differ, so a TFLOP/s figure means little without its convention's name.
+FLOPS_CONVENTIONS = {
+    "model": "model FLOPs: forward + backward, no recompute, causal attention counted as half (what MFU uses)",
+    "narayanan": "Narayanan et al. 2021 eq. 3 with full recompute counted (4 passes) and the full attention "
+                 "core; the convention of their Table 1 and of MT-NLG's 126 TFLOP/s",
+    "megatron2024": "Megatron-LM's num_floating_point_operations (2024): model FLOPs, no recompute, the full "
+                    "attention core; the convention of the Megatron-LM H100 weak-scaling table",
+}
+
+
+def convention_flops(shape: ModelShape, batch: int, seq: int | None = None, tp: int = 1,
+                     convention: str = "model") -> float:
+    """FLOPs of one iteration in a named convention. The vocabulary is the padded one at `tp`, as
+    Megatron-LM counts it (Narayanan et al.'s V = 51,200 is GPT-2's 50,257 padded)."""
+    vocab = padded_vocab(shape.vocab_size, tp)
+    if convention == "model":
+        return model_flops(shape, batch, seq, tp=tp)
+    if convention == "narayanan":
+        return narayanan_flops(shape, batch, seq, vocab)
+    if convention == "megatron2024":
+        return megatron_2024_flops(shape, batch, seq, vocab)
+    raise PlanError(f"unknown FLOP convention {convention!r}; one of {', '.join(FLOPS_CONVENTIONS)}")

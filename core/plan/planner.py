@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from megazoo.core.plan.flops import model_flops
+from megazoo.core.plan.flops import convention_flops, model_flops
 from megazoo.core.plan.hardware import DEFAULT_EFFICIENCY, get_gpu
 from megazoo.core.plan.memory import GIB, StageMemory, stage_memory
 from megazoo.core.plan.params import check_layout, stage_params, total_params
@@ -31,20 +31,22 @@ class Plan:
     step_time_s: float
     time_breakdown_s: dict
     tokens_per_s: float
-    tflops_per_gpu: float  # model FLOPs per second per GPU
+    tflops_per_gpu: float  # FLOPs per second per GPU in `flops_convention` (default: model FLOPs)
     hw_tflops_per_gpu: float  # executed FLOPs (recompute included) per second per GPU
     mfu: float
     bubble_fraction: float
     stages: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    flops_convention: str = "model"  # the convention of tflops_per_gpu (flops.FLOPS_CONVENTIONS)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
-         eff: Efficiency = DEFAULT_EFFICIENCY) -> Plan:
-    """Evaluate one layout; raises PlanError for a layout that does not divide the model or GPUs."""
+         eff: Efficiency = DEFAULT_EFFICIENCY, flops_convention: str = "model") -> Plan:
+    """Evaluate one layout; raises PlanError for a layout that does not divide the model or GPUs.
+    tflops_per_gpu is counted in `flops_convention`; flops_per_iteration and mfu stay model FLOPs."""
     g = get_gpu(gpu)
     check_layout(shape, layout)
     stages: list[StageMemory] = [stage_memory(shape, layout, i, eff.overhead_gib) for i in range(layout.pp)]
@@ -52,6 +54,7 @@ def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
     t: StepTime = step_time(shape, layout, g, eff)
     seq = layout.seq_length or shape.seq_length
     flops = model_flops(shape, layout.batch, seq, tp=layout.tp)
+    reported = convention_flops(shape, layout.batch, seq, layout.tp, flops_convention)
     step = t.total
     warnings = []
     if layout.vpp > 1 and layout.num_micro_batches % layout.pp:
@@ -65,7 +68,10 @@ def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
         layout=dict(gpus=layout.gpus, tp=layout.tp, pp=layout.pp, vpp=layout.vpp, dp=layout.dp,
                     micro_batch=layout.micro_batch, global_batch=layout.batch, seq_length=seq,
                     sp=layout.sequence_parallel, recompute=layout.recompute,
-                    distributed_optimizer=layout.distributed_optimizer, precision=layout.precision),
+                    distributed_optimizer=layout.distributed_optimizer, precision=layout.precision,
+                    flash_attention=layout.flash_attention, scatter_gather=layout.scatter_gather,
+                    overlap_grad_reduce=layout.overlap_grad_reduce,
+                    overlap_param_gather=layout.overlap_param_gather, tp_comm_overlap=layout.tp_comm_overlap),
         dp=layout.dp, num_micro_batches=layout.num_micro_batches,
         params_total=total_params(shape), params_per_gpu=max(stage_params(shape, layout, i) for i in range(layout.pp)),
         memory_gb_per_gpu=worst.total / GIB,
@@ -75,11 +81,11 @@ def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
         time_breakdown_s=dict(compute=t.compute, bubble=t.bubble, tp_comm_in_compute=t.tp_comm, pp_comm=t.pp_comm,
                               dp_comm=t.dp_comm, optimizer=t.optimizer, other=t.other),
         tokens_per_s=layout.batch * seq / step,
-        tflops_per_gpu=flops / step / layout.gpus / 1e12,
+        tflops_per_gpu=reported / step / layout.gpus / 1e12,
         hw_tflops_per_gpu=t.executed_flops_per_gpu / step / 1e12,
         mfu=flops / step / layout.gpus / (g.peak_tflops * 1e12),
         bubble_fraction=(layout.pp - 1) / (layout.vpp * layout.num_micro_batches),
         stages=[dict(stage=m.stage, params=m.params, memory_gb=m.total / GIB, activations_gb=m.activations / GIB,
                      inflight=m.inflight_micro_batches) for m in stages],
-        warnings=warnings,
+        warnings=warnings, flops_convention=flops_convention,
     )

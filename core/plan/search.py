@@ -39,15 +39,16 @@ def candidate_layouts(shape: ModelShape, base: Layout, gpu: GPU, micro_batches=(
 
 
 def search(shape: ModelShape, base: Layout, gpu: str | GPU = "a100-80gb", eff: Efficiency = DEFAULT_EFFICIENCY,
-           per_layout: bool = True, **choices) -> list[Plan]:
+           per_layout: bool = True, flops_convention: str = "model", **choices) -> list[Plan]:
     """Plans of every feasible layout, highest predicted throughput (tokens/s) first. With
     per_layout, only the fastest setting (micro-batch, interleaving, recompute, optimizer sharding)
-    of each (tp, pp) is kept. Without a global batch, each layout runs one micro-batch per replica."""
+    of each (tp, pp) is kept. Without a global batch, each layout runs one micro-batch per replica.
+    flops_convention only names how each plan's tflops_per_gpu is counted; it does not change the ranking."""
     g = get_gpu(gpu)
     plans: list[Plan] = []
     for layout in candidate_layouts(shape, base, g, **choices):
         try:
-            p = plan(shape, layout, g, eff)
+            p = plan(shape, layout, g, eff, flops_convention=flops_convention)
         except PlanError:
             continue
         if p.fits:

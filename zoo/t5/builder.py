@@ -4,7 +4,8 @@ as in Megatron-LM).
 
     megazoo train t5-tiny --set parallel.tp=2 --nproc 2
 
-Samples (core/data/t5.py: 15% noise in spans of mean length 3, each replaced by a sentinel) become
+Samples (core/data/t5.py: 15% noise in spans, each replaced by a sentinel; model.masking: t5, the
+T5 paper's spans of mean length 3, or megatron, whole-word spans of Geometric(0.2) words up to 10) become
 micro-batch tensors: input_ids and attention_mask (encoder), decoder_input_ids and
 decoder_attention_mask, labels (-100 past the target). The loss is the target tokens' mean, as for
 GPT, so the trainer's own normalisation applies. The tokenizer gets 100 sentinel ids.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from megazoo.core.data.t5 import decoder_length_needed
+from megazoo.core.data.t5 import decoder_length_for
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
 from megazoo.core.train.config import ConfigError
 from megazoo.zoo.builder_base import ModelBuilder, Samples, parse_model_section
@@ -65,7 +66,7 @@ class T5Builder(ModelBuilder):
         """Megatron's counting (6 FLOPs per weight and token, attention scores) for the encoder over
         seq_length tokens and the decoder (self- and cross-attention) over its target length."""
         c = self.config  # span-corruption samples are always seq_length long: seq_length is not used
-        se, sd = c.seq_length, decoder_length_needed(c.seq_length - 1)
+        se, sd = c.seq_length, decoder_length_for(c.seq_length - 1, c.masking)
         h, f, q, k = c.hidden_size, c.ffn_hidden_size, c.kv_channels * c.num_heads, c.kv_channels * c.num_kv_heads
         E = 3 if c.activation in ("geglu", "swiglu") else 2
         attn = h * (q + 2 * k) + q * h
@@ -82,7 +83,8 @@ class T5Builder(ModelBuilder):
     def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:
         from megazoo.core.data import build_t5_datasets
 
-        splits = build_t5_datasets(data, tokenizer, self.config.seq_length, seed, num_samples)
+        splits = build_t5_datasets(data, tokenizer, self.config.seq_length, seed, num_samples,
+                                   masking=self.config.masking)
         return tuple(Samples(s, t5_sample) if s is not None else None for s in (splits.train, splits.valid))
 
 
