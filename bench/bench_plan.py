@@ -60,10 +60,24 @@ def section(table, sens, ranked, dry, seconds) -> str:
         lines.append(f"| {r['source']} | {r['label']} | {lay} | {r['batch']} | {r['published_tflops']:.1f} | "
                      f"{r['predicted_tflops']:.1f} | {r['residual']:+.1%} | {r['memory_gb']:.0f} "
                      f"({'yes' if r['fits'] else 'no'}) |")
-    step = next(r for r in table if r.get("published_step_s"))
-    lines += ["", f"MT-NLG 530B step time on {step['gpus']} A100s (global batch 1920 x 2048): published "
-              f"{step['published_step_s']} s, predicted {step['predicted_step_s']:.1f} s, residual "
-              f"{step['step_residual']:+.1%}.", "",
+    steps = [r for r in table if r.get("published_step_s")]
+    interleaved = [r for r in table if r.get("interleave_assumed")]
+    lines += ["", "MT-NLG 530B step time (global batch 1920 x 2048), seconds per iteration published / predicted "
+              "(residual): " + "; ".join(f"DP {r['dp']} on {r['gpus']} A100: {r['published_step_s']} / "
+                                          f"{r['predicted_step_s']:.1f} ({r['step_residual']:+.1%})" for r in steps)
+              + ".", "",
+              "Rows that depend on the interleaving rule (no paper states its number of chunks; vpp is the smallest "
+              "that divides a stage's layers), with the residual the plain 1F1B schedule (vpp 1) would give: "
+              + "; ".join(f"{r['label']} vpp {r['vpp']}: {r['residual']:+.1%} (vpp 1: "
+                          f"{r['residual_without_interleaving']:+.1%})" for r in interleaved)
+              + f". The other {len(table) - len(interleaved)} rows (pp 1, and MT-NLG's plain 1F1B pipeline) do not "
+              "depend on it.", "",
+              "Every row from the command line: `megazoo plan --validate` prints this table and each row's command, "
+              "e.g. `megazoo plan mt-nlg-530b --gpus 2240 --gpu a100-80gb --tp 8 --pp 35 --micro-batch 1 "
+              "--global-batch 1920 --recompute full --no-sp --no-flash-attention --no-scatter-gather "
+              f"--flops-convention narayanan` ({steps[0]['predicted_step_s']:.1f} s, "
+              f"{steps[0]['predicted_tflops']:.1f} TFLOP/s); tests/test_plan_cli.py runs every row's command and "
+              "checks its step time and TFLOP/s against the validation.", "",
               "Constants (core/plan/shapes.py `Efficiency`): " + ", ".join(
                   f"`{f.name}` {getattr(eff, f.name):g}" for f in fields(eff)) + ". GPU table (sustained matmul "
               "TFLOP/s from public measurements): " + ", ".join(f"{g.name} {g.matmul_tflops:g} of {g.peak_tflops:g}"
