@@ -1,6 +1,7 @@
 """`megazoo eval ...`:
 
   megazoo eval task NAME --data FILE (--checkpoint CKPT | --hf DIR) [--num-fewshot K --fewshot-data FILE]
+                    [--stride N (wikitext)] [--lambada-mode strict|nonstrict (lambada)] [--seed S]
   megazoo eval leaderboard SUITE.yaml
   megazoo eval lm-eval [lm-eval's own arguments, e.g. --model megazoo --model_args checkpoint=CKPT --tasks ...]
 """
@@ -21,7 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--checkpoint", help="a megazoo checkpoint")
     src.add_argument("--hf", help="a Hugging Face folder (scored through transformers)")
     task.add_argument("--num-fewshot", type=int, default=0)
-    task.add_argument("--fewshot-data", help="file to draw few-shot examples from (the train split)")
+    task.add_argument("--fewshot-data", help="file to draw few-shot examples from (the train split; lambada: "
+                      "by default the evaluated file, minus the question)")
+    task.add_argument("--seed", type=int, default=1234, help="few-shot sampling seed (shots drawn per question)")
+    task.add_argument("--stride", type=int, help="wikitext: window stride in tokens, as Megatron's --overlapping-eval "
+                      "(default 32, capped at the model's length)")
+    task.add_argument("--lambada-mode", choices=["strict", "nonstrict"],
+                      help="lambada: strict scores the whole last word (default), nonstrict only its final token")
     task.add_argument("--limit", type=int)
     task.add_argument("--batch-size", type=int, default=8)
     task.add_argument("--out", help="write metrics (and predictions) as JSON here")
@@ -51,11 +58,18 @@ def run(args) -> int:
         return 0
     from megazoo.eval.leaderboard import _load_model
     from megazoo.eval.suites import run_task
+    from megazoo.eval.suites.runner import check_task_options
 
+    try:  # a wrong option combination is one line, before the model is loaded
+        check_task_options(args.name, args.num_fewshot, args.stride, args.lambada_mode)
+    except ValueError as err:
+        print(f"megazoo eval task: {err}", file=sys.stderr)
+        return 2
     entry = {"hf": args.hf} if args.hf else {"checkpoint": args.checkpoint}
     lm = _load_model(entry)
     metrics = run_task(lm, args.name, args.data, args.num_fewshot, args.fewshot_data, args.limit,
-                       batch_size=args.batch_size, progress=True)
+                       batch_size=args.batch_size, seed=args.seed, progress=True, stride=args.stride,
+                       lambada_mode=args.lambada_mode)
     predictions = metrics.pop("predictions", None)
     print(json.dumps(metrics, indent=2, sort_keys=True))
     if args.out:

@@ -13,6 +13,8 @@ Suite file:
     tasks:
       - {name: lambada, path: data/lambada.jsonl}
       - {name: hellaswag, path: data/hellaswag.jsonl, num_fewshot: 2, fewshot_path: data/hs_train.jsonl}
+      - {name: wikitext, path: data/wiki.test.tokens, stride: 32}   # `stride`: Megatron's default 32
+      # optional: lambada_mode (strict|nonstrict, lambada), seed (per-question few-shot draws)
       - {name: race, path: data/RACE, split: test}        # a task package's registered evaluation
 
 Zero-shot tasks score language models; a task evaluation (eval/registry.py) scores the models of
@@ -29,7 +31,8 @@ from pathlib import Path
 import yaml
 
 LOWER_IS_BETTER = {"ppl", "adjusted_ppl", "avg_loss"}
-HEADLINE = {"lambada": "acc", "wikitext": "adjusted_ppl"}  # others: acc
+HEADLINE = {"lambada": "acc", "wikitext": "adjusted_ppl", "hellaswag": "acc_norm"}  # others: acc
+PROTOCOL_KEYS = {"n", "stride", "num_fewshot", "tokens"}  # how a task ran, not a score: never a regression
 
 
 class SuiteError(ValueError):
@@ -108,7 +111,7 @@ def compare(results: dict, baseline: dict, tolerance: float) -> list[dict]:
             if not old:
                 continue
             for key, value in metrics.items():
-                if key not in old or not isinstance(value, (int, float)) or key == "n":
+                if key not in old or not isinstance(value, (int, float)) or key in PROTOCOL_KEYS:
                     continue
                 lower = _lower_is_better(task, key)
                 worse = (value - old[key]) if lower else (old[key] - value)
@@ -151,6 +154,12 @@ def plot(results: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def zero_shot_tasks() -> set[str]:
+    from megazoo.eval.suites import TASKS
+
+    return set(TASKS)
+
+
 def run_leaderboard(suite_path, progress: bool = True) -> dict:
     from megazoo.eval.registry import evaluations, model_kind
     from megazoo.eval.suites import run_task
@@ -164,6 +173,8 @@ def run_leaderboard(suite_path, progress: bool = True) -> dict:
         lm = None  # loaded on the first zero-shot task: an encoder never needs it
         for task in suite["tasks"]:
             ev = registered.get(task["name"])
+            if ev is not None and kind not in ev.kinds and kind == "lm" and task["name"] in zero_shot_tasks():
+                ev = None  # e.g. `race` on a language model: the zero-shot RACE task, not the fine-tuned one
             if ev is not None:
                 if kind not in ev.kinds:
                     skipped.append({"model": entry["name"], "task": task["name"],
@@ -179,7 +190,9 @@ def run_leaderboard(suite_path, progress: bool = True) -> dict:
                     continue
                 lm = lm or _load_model(entry)
                 metrics = run_task(lm, task["name"], task["path"], task.get("num_fewshot", 0), task.get("fewshot_path"),
-                                   task.get("limit"), batch_size=task.get("batch_size", 8), progress=progress)
+                                   task.get("limit"), batch_size=task.get("batch_size", 8), progress=progress,
+                                   seed=task.get("seed", 1234), stride=task.get("stride"),
+                                   lambada_mode=task.get("lambada_mode"))
                 metrics.pop("predictions", None)
             results.setdefault(entry["name"], {})[task["name"]] = {k: metrics[k] for k in sorted(metrics)}
         results.setdefault(entry["name"], {})

@@ -1,9 +1,10 @@
 """Zero- and few-shot suites of the Megatron-LM and MT-NLG papers, read from official local files.
 
-`run_task(lm, name, path, num_fewshot=0, fewshot_path=None)` returns the task's metrics. Tasks:
-lambada (strict whole-word accuracy and perplexity of the target word), wikitext (Megatron's
-adjusted perplexity), and the multiple-choice tasks scored by log-likelihood: boolq, race, piqa,
-hellaswag, winogrande, anli, hans, wic.
+`run_task(lm, name, path, num_fewshot=0, fewshot_path=None, ...)` returns the task's metrics. Tasks:
+lambada (strict whole-word or Megatron's non-strict last-token accuracy, zero-shot or GPT-3's
+fill-in-the-blank few-shot), wikitext (Megatron's adjusted perplexity, overlapping windows with
+stride 32 by default; no few-shot), and the multiple-choice tasks scored by log-likelihood: boolq,
+race, piqa, hellaswag, winogrande, anli, hans, wic. Few-shot examples are drawn per question.
 """
 
 from megazoo.eval.suites.lm_tasks import evaluate_lambada, evaluate_wikitext

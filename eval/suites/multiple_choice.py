@@ -1,20 +1,23 @@
 """Multiple-choice tasks scored by log-likelihood, with the prompts of lm-eval / the GPT-3 paper.
 
 For each example the model scores every choice as a continuation of the prompt; `acc` takes the
-highest total log-likelihood, `acc_norm` the highest per character (as lm-eval). WinoGrande uses
-"partial" scoring: the context differs per option (the sentence up to the blank, filled in) and
-the continuation (the rest of the sentence) is the same.
+highest total log-likelihood, `acc_norm` the highest per character of the choice itself, without
+the leading space that joins it to the prompt (lm-eval 0.4's `len(choice)`, where the scored
+continuation is " " + choice). Few-shot examples are drawn per question (see fewshot.py).
+WinoGrande uses "partial" scoring: the context differs per option (the sentence up to the blank,
+filled in) and the continuation (the rest of the sentence) is the same, so its acc_norm equals
+its acc (lm-eval reports only acc for WinoGrande).
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Callable
 
 from megazoo.eval import readers as R
 from megazoo.eval.lm import LanguageModel
 from megazoo.eval.scoring import loglikelihood
+from megazoo.eval.suites.fewshot import draw_shots
 
 
 @dataclass
@@ -76,7 +79,10 @@ def _hans(d):
 
 
 def _wic(d):
-    prompt = (f"Sentence 1: {d.sentence1}\nSentence 2: {d.sentence2}\nQuestion: Is the word '{d.word}' used "
+    # the word as written in sentence 1 (its character span), not the lemma: lm-eval's
+    # sentence1[start1:end1]; "carries" stays "carries" where the lemma would say "carry"
+    word = d.sentence1[d.start1:d.end1]
+    prompt = (f"Sentence 1: {d.sentence1}\nSentence 2: {d.sentence2}\nQuestion: Is the word '{word}' used "
               f"in the same way in the two sentences above?\nAnswer:")
     return Question([prompt] * 2, [" no", " yes"], int(d.label))
 
@@ -99,10 +105,21 @@ def fewshot_prefix(shots: list[Question]) -> str:
     return "".join(q.contexts[q.gold] + q.continuations[q.gold] + "\n\n" for q in shots)
 
 
-def evaluate_multiple_choice(lm: LanguageModel, questions: list[Question], shots: list[Question] = (),
-                             batch_size: int = 8, progress: bool = False) -> dict:
-    prefix = fewshot_prefix(list(shots))
-    requests = [(prefix + c, x) for q in questions for c, x in zip(q.contexts, q.continuations)]
+def choice_length(continuation: str) -> int:
+    """The characters acc_norm divides by: the choice without the space joining it to the prompt."""
+    return len(continuation[1:] if continuation.startswith(" ") else continuation)
+
+
+def evaluate_multiple_choice(lm: LanguageModel, questions: list[Question], shots=(), batch_size: int = 8,
+                             progress: bool = False) -> dict:
+    """`shots`: one list of solved examples per question (draw_shots), or one list for all."""
+    shots = list(shots)
+    if not shots or isinstance(shots[0], Question):
+        shots = [shots] * len(questions)
+    if len(shots) != len(questions):
+        raise ValueError(f"{len(shots)} few-shot lists for {len(questions)} questions")
+    requests = [(fewshot_prefix(s) + c, x) for q, s in zip(questions, shots)
+                for c, x in zip(q.contexts, q.continuations)]
     scores = loglikelihood(lm, requests, batch_size, progress)
     correct = correct_norm = 0
     pos = 0
@@ -111,12 +128,12 @@ def evaluate_multiple_choice(lm: LanguageModel, questions: list[Question], shots
         n = len(q.continuations)
         ll = [s for s, _ in scores[pos: pos + n]]
         pos += n
-        norm = [v / max(1, len(x)) for v, x in zip(ll, q.continuations)]
+        norm = [v / max(1, choice_length(x)) for v, x in zip(ll, q.continuations)]
         pred = max(range(n), key=ll.__getitem__)
         pred_norm = max(range(n), key=norm.__getitem__)
         correct += pred == q.gold
         correct_norm += pred_norm == q.gold
-        predictions.append({"loglikelihoods": ll, "prediction": pred, "gold": q.gold})
+        predictions.append({"loglikelihoods": ll, "prediction": pred, "prediction_norm": pred_norm, "gold": q.gold})
     total = max(1, len(questions))
     return {"acc": correct / total, "acc_norm": correct_norm / total, "n": len(questions),
             "predictions": predictions}
@@ -130,7 +147,7 @@ def load_questions(name: str, path, limit: int | None = None) -> list[Question]:
     return [build(d) for d in docs[:limit]]
 
 
-def sample_shots(questions: list[Question], k: int, seed: int = 1234) -> list[Question]:
-    if k > len(questions):
-        raise ValueError(f"asked for {k} few-shot examples but the few-shot file has only {len(questions)}")
-    return random.Random(seed).sample(questions, k)
+def sample_shots(pool: list[Question], k: int, num_questions: int, seed: int = 1234,
+                 exclude_question: bool = False) -> list[list[Question]]:
+    """k few-shot examples for each question, drawn per question (see fewshot.py)."""
+    return draw_shots(pool, k, num_questions, seed, exclude_question)
