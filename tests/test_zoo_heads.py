@@ -22,10 +22,13 @@ from tests.train_cases import one_thread
 TOL = 1e-5
 SEED = 1234
 KINDS = ("sequence", "token", "span", "choice")
+POOLINGS = ("mean", "cls")  # bi-encoder sentence vectors (BertOutput.embedding), no parameters of their own
 B, S, CHOICES, LABELS = 4, 16, 2, 3  # choice: B // CHOICES questions of CHOICES options each
 
 
 def config(kind: str, **kw) -> BertConfig:
+    if kind in POOLINGS:
+        return TINY["bert-tiny"](pooling=kind, add_lm_head=False, add_binary_head=False, seq_length=S, **kw)
     # pre-LN (Megatron) and post-LN (HF) encoders both carry heads; the token head without a pooler
     layout = "bert-tiny-postln" if kind in ("sequence", "span") else "bert-tiny"
     kw = {"add_pooler": kind != "token", **kw}
@@ -63,11 +66,15 @@ def run(kind: str, ctx: ParallelContext, **kw) -> dict:
     """forward_backward over the micro-batches at ctx's layout: the loss, this rank's full logits
     (last stage), full parameters and gradients of its stage."""
     model = build_model("bert", config(kind, **kw), ctx).initialize(SEED)
-    mbs = micro_batches(kind)
-    total = sum(head_count(kind, mb) for mb in mbs)
+    mbs = micro_batches(kind if kind not in POOLINGS else "sequence")
+    total = sum(head_count(kind, mb) for mb in mbs) if kind not in POOLINGS else len(mbs)
     logits = []
 
     def loss_fn(out, mb):
+        if kind in POOLINGS:  # a contrastive-style score: every row against every other
+            logits.append(out.embedding.detach())
+            e = torch.nn.functional.normalize(out.embedding, dim=-1)
+            return (e @ e.t() / 0.5).logsumexp(-1).sum() / total
         logits.append(out.logits.detach())
         return head_loss(kind, out.logits, mb)[0] / total
 
@@ -80,6 +87,9 @@ def run(kind: str, ctx: ParallelContext, **kw) -> dict:
 def rank_cases() -> dict:
     torch.manual_seed(0)
     out = {}
+    for kind in POOLINGS:
+        for layout, pc in (("tp2+sp", ParallelConfig(tp=2, sp=True)), ("pp2", ParallelConfig(pp=2))):
+            out[(kind, layout)] = run(kind, ParallelContext.build(pc))
     for kind in KINDS:
         for layout, pc in (("tp2", ParallelConfig(tp=2)), ("tp2+sp", ParallelConfig(tp=2, sp=True)),
                            ("pp2", ParallelConfig(pp=2))):
@@ -93,7 +103,7 @@ def rank_cases() -> dict:
 @pytest.fixture(scope="module")
 def layouts():
     with one_thread():
-        refs = {kind: run(kind, ParallelContext.single()) for kind in KINDS}
+        refs = {kind: run(kind, ParallelContext.single()) for kind in KINDS + POOLINGS}
         refs.update({(kind, "dropout"): run(kind, ParallelContext.single(), dropout=0.3)["logits"] for kind in KINDS})
     return refs, spawn(rank_cases, 2, timeout=300)
 
@@ -123,6 +133,25 @@ def test_heads_match_one_process_at_tp2_sp_and_pp2(kind, layouts):
                 continue
             failures += [f"{layout}: {what} of {k} differ" for k in ref[what] if not close(got[k], ref[what][k])]
     assert not failures, "\n".join(failures[:20])
+
+
+@pytest.mark.parametrize("kind", POOLINGS)
+def test_sentence_vectors_match_one_process_at_tp2_sp_and_pp2(kind, layouts):
+    from megazoo.zoo.pooling import pool
+
+    refs, results = layouts
+    ref = refs[kind]
+    for layout in ("tp2+sp", "pp2"):
+        per_rank = [r[(kind, layout)] for r in results]
+        assert close(per_rank[-1]["logits"], ref["logits"]), layout
+        got = {k: v for r in per_rank for k, v in r["grads"].items()}
+        assert all(close(got[k], ref["grads"][k]) for k in ref["grads"]), layout
+    # the vector is the pooling of the last hidden states: mean skips padding, cls takes position 0
+    model = build_model("bert", config(kind), ParallelContext.single()).initialize(SEED).eval()
+    mb = micro_batches("sequence")[0]
+    out = model(input_ids=mb["input_ids"], attention_mask=mb["attention_mask"], token_type_ids=mb["token_type_ids"])
+    assert torch.allclose(out.embedding, pool(out.hidden, mb["attention_mask"], kind))
+    assert kind == "cls" or not torch.allclose(out.embedding, out.hidden.float().mean(1))  # padding excluded
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -22,6 +22,7 @@ class BertConfig(TransformerConfig):
     add_binary_head: bool = False  # next-sentence / sentence-order logits on the pooled output
     activation: str = "gelu_exact"  # BERT's "gelu" is the exact erf form
     causal: bool = False
+    pooling: str = "none"  # none | mean | cls: BertOutput.embedding, a sentence vector (bi-encoders, zoo/pooling.py)
     task_head: str = "none"  # none | sequence | token | span | choice (zoo/heads.py)
     num_labels: int = 2  # classes of a sequence/token head (1: regression); span: 2; choice: unused (1 logit)
     label_names: list[str] = field(default_factory=list)  # optional class names in id order (HF id2label)
@@ -43,6 +44,8 @@ class BertConfig(TransformerConfig):
                              f"{self.masking!r}, max_ngram={self.max_ngram}")
 
     def _check_task_head(self) -> None:
+        if self.pooling not in ("none", "mean", "cls"):
+            raise ValueError(f"pooling must be none, mean or cls, got {self.pooling!r}")
         if self.task_head not in TASK_HEADS:
             raise ValueError(f"task_head must be one of {', '.join(TASK_HEADS)}, got {self.task_head!r}")
         if self.task_head in ("sequence", "choice") and not self.add_pooler:

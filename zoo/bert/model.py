@@ -28,6 +28,7 @@ from megazoo.core.parallel.layers import ColumnParallelLinear
 from megazoo.core.parallel.random import RNGTracker
 from megazoo.zoo.bert.config import BertConfig
 from megazoo.zoo.heads import Dense, TaskHead  # Dense: re-exported here, where it lived
+from megazoo.zoo.pooling import pool
 
 
 @dataclass
@@ -37,6 +38,7 @@ class BertOutput:
     lm_logits: torch.Tensor | None = None  # [b, s, vocab] (without labels)
     lm_loss: torch.Tensor | None = None  # [b, s] per-token masked-LM loss (with labels; 0 where -100)
     binary_logits: torch.Tensor | None = None  # [b, 2]
+    embedding: torch.Tensor | None = None  # [b, h] fp32 sentence vector when cfg.pooling is mean or cls
     logits: torch.Tensor | None = None  # the task head's (zoo/heads.py): sequence [b, n], token [b, s, n],
     #                                     span [b, s, 2], choice [b*C]
 
@@ -149,6 +151,8 @@ class BertModel(ParallelModel):
             out.pooled = torch.tanh(self.pooler(out.hidden[:, 0]))
             if self.cfg.add_binary_head:
                 out.binary_logits = self.binary_head(out.pooled)
+        if self.cfg.pooling != "none":  # bi-encoders: a sentence vector from the whole sequence
+            out.embedding = pool(out.hidden, attention_mask, self.cfg.pooling)
         if self.cfg.task_head != "none":
             out.logits = self.task_head(out.hidden, out.pooled, self.rng)
         return out
