@@ -1,9 +1,10 @@
 """lm-eval backend: `lm_eval --model megazoo --model_args checkpoint=DIR[,batch_size=8,max_length=N]`.
 
 The class registers itself under the name "megazoo" when this module is imported. The `lm_eval`
-command imports it through the tiny start-up hook that megazoo installs (see
-megazoo/lm_eval_hook.py); `megazoo eval lm-eval ...` runs lm-eval's own command line with the
-backend registered, and `simple_evaluate(model="megazoo", ...)` works after importing this module.
+command reaches it through the start-up hook that megazoo installs (megazoo-lm-eval.pth, which
+imports nothing until lm_eval.models loads; see megazoo/lm_eval_hook.py); `megazoo eval lm-eval ...`
+runs lm-eval's own command line with the backend registered, and `simple_evaluate(model="megazoo", ...)`
+works after importing this module.
 """
 
 from __future__ import annotations

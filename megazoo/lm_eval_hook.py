@@ -1,44 +1,37 @@
 """Makes `lm_eval --model megazoo` work without lm-eval knowing about megazoo.
 
-A one-line .pth file installed with megazoo imports this module at interpreter start-up. It costs
-nothing until `lm_eval.models` is imported: then it registers "megazoo" in lm-eval's model
-registry as a lazy placeholder, so the backend (and torch) load only when that model is asked for.
+megazoo-lm-eval.pth (installed with megazoo) puts a tiny finder, written on its one line, first on
+sys.meta_path at interpreter start-up. It imports nothing and steps aside for every module but
+`lm_eval.models`; only then does it import this module and call find_spec. So a process that
+never imports lm_eval never imports megazoo. Here the finder is taken off sys.meta_path and, once
+lm-eval's own models module has run, "megazoo" is registered in lm-eval's model registry as a lazy
+placeholder, so the backend (and torch) load only when that model is asked for.
 """
 
-import importlib.abc
 import importlib.util
 import sys
 
 TARGET = "megazoo.eval.lm_eval_adapter:MegazooLMEval"
+FINDER = "MegazooLmEvalHook"  # the class name of the .pth line's finder
 
 
-class _LmEvalModelsHook(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != "lm_eval.models":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            try:
-                from lm_eval.api.registry import model_registry
-
-                if "megazoo" not in model_registry:
-                    model_registry.register("megazoo", target=TARGET)
-            except Exception:  # an lm-eval without this registry API: leave it untouched
-                pass
-
-        spec.loader.exec_module = exec_module
+def find_spec(name: str):
+    """The spec of `name` (lm_eval.models) whose loader registers the megazoo backend after it runs."""
+    sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != FINDER]  # once is enough
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
         return spec
+    run = spec.loader.exec_module
 
+    def exec_module(module):
+        run(module)
+        try:
+            from lm_eval.api.registry import model_registry
 
-def install() -> None:
-    if not any(isinstance(f, _LmEvalModelsHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _LmEvalModelsHook())
+            if "megazoo" not in model_registry:
+                model_registry.register("megazoo", target=TARGET)
+        except Exception:  # an lm-eval without this registry API: leave it untouched
+            pass
 
-
-install()
+    spec.loader.exec_module = exec_module
+    return spec

@@ -1,6 +1,7 @@
 """The ``evaluate`` modules load from their folders offline (no socket may connect) and give the
 same numbers as the plain functions they wrap."""
 import json
+import pathlib
 import socket
 
 import pytest
@@ -85,6 +86,17 @@ def test_every_module_is_covered():
     assert sorted({name for name, _, _ in CASES}) == sorted(MODULES)
     with pytest.raises(ValueError, match="unknown megazoo evaluate module 'squad2'"):
         module_path("squad2")
+
+
+def test_every_module_is_one_table_row_and_a_few_line_script():
+    pytest.importorskip("evaluate")
+    from megazoo.eval.evaluate_modules.table import SPECS
+
+    assert sorted(SPECS) == sorted(MODULES)
+    for name in MODULES:
+        script = pathlib.Path(module_path(name)) / f"{name}.py"
+        code = [line for line in script.read_text().split('"""')[-1].splitlines() if line.strip()]
+        assert len(code) <= 3 and code[-1].strip() == f'metric = "{name}"', (name, code)
 
 
 def test_evaluate_load_offline_gives_plain_function_numbers(monkeypatch):

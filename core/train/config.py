@@ -9,8 +9,6 @@ model shape against tp/pp) before any rank starts.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -19,7 +17,12 @@ from typing import Any
 import yaml
 
 from megazoo.core.parallel.context import ParallelConfig, ParallelConfigError
+from megazoo.core.train import models  # the entry-point lookup; models.py never imports this module
+# the shared pieces live in their own modules (models.py, builders and tasks use them without this
+# one); they stay importable from here as before
+from megazoo.core.train.config_checks import check_type, unknown_key
 from megazoo.core.train.errors import ConfigError
+from megazoo.core.train.recipes import recipe_dir, resolve_recipe  # noqa: F401  (recipe_dir: re-exported)
 
 
 @dataclass
@@ -234,8 +237,6 @@ class RunConfig:
     # validation -------------------------------------------------------------------------------
     def validate(self, world_size: int = 1):
         """Check everything that can be checked before a rank starts; return the model builder."""
-        from megazoo.core.train.models import load_builder
-
         try:
             dp = self.parallel.validate(world_size)
         except ParallelConfigError as e:
@@ -274,7 +275,7 @@ class RunConfig:
             return cached[1]  # validated once per process: the builder made here is the one used
         model = self.pretrained_model() if t.init_from else dict(self.model)
         model.setdefault("arch", "gpt")
-        builder = load_builder(model, self.recompute, self.task)
+        builder = models.load_builder(model, self.recompute, self.task)
         builder.check_layout(self.parallel)
         if not self.data.synthetic:
             from megazoo.core.train.data import data_settings
@@ -287,13 +288,11 @@ class RunConfig:
         """The model section of a run that starts from train.init_from: the pretrained folder's
         architecture and config, with the recipe's settings that do not change a weight's shape
         (dropout, recompute-free keys, heads, adapters) on top."""
-        from megazoo.core.train.models import read_pretrained
-
         path = Path(str(self.train.init_from))
         if not path.exists():
             raise ConfigError(f"train.init_from={str(path)!r}: no such folder; give a Hugging Face folder, an "
                               f"`megazoo import-hf` folder or a training checkpoint")
-        arch, saved = read_pretrained(path)
+        arch, saved = models.read_pretrained(path)
         mine = dict(self.model)
         if mine.get("arch", arch) != arch:
             raise ConfigError(f"train.init_from={str(path)!r} holds a {arch!r} model but model.arch="
@@ -304,68 +303,3 @@ class RunConfig:
                 raise ConfigError(f"model.{key}={mine[key]!r} but train.init_from={str(path)!r} has {key}="
                                   f"{saved[key]!r}; the weights fix it: remove model.{key} from the recipe")
         return {**saved, **mine, "arch": arch}
-
-
-def unknown_key(key: str, valid: list[str], where: str) -> ConfigError:
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-    if not close:  # try the last component alone (e.g. train.setps -> train.steps)
-        tail = key.rsplit(".", 1)[-1]
-        close = [k for k in valid if difflib.get_close_matches(tail, [k.rsplit(".", 1)[-1]], n=1, cutoff=0.7)][:1]
-    hint = f"; did you mean `{close[0]}`?" if close else ""
-    return ConfigError(f"{where}: unknown key `{key}`{hint}")
-
-
-def check_type(key: str, value: Any, annotation, where: str = "config") -> Any:
-    """Accept `value` for a field annotated `annotation` (a type or its string form) or raise."""
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
-    options = [t.strip() for t in text.split("|")]
-    if value is None:
-        if "None" in options or "Any" in options:
-            return None
-        raise ConfigError(f"{where}: {key} must be {text}, got null")
-    for opt in options:
-        if opt == "Any":
-            return value
-        if opt == "bool" and isinstance(value, bool):
-            return value
-        if opt == "int" and isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if opt == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if opt in ("int", "float") and isinstance(value, str):  # YAML 1.1 reads 1e-3 as a string
-            try:
-                number = float(value)
-            except ValueError:
-                continue
-            if not math.isfinite(number):  # "nan", "inf": words, not the number a user meant to type
-                continue
-            if opt == "float":
-                return number
-            if number.is_integer():
-                return int(number)
-        if opt == "str" and isinstance(value, str):
-            return value
-        if opt.startswith(("list", "tuple")) and isinstance(value, (list, tuple)):
-            return list(value)
-    raise ConfigError(f"{where}: {key} must be {text}, got {value!r} ({type(value).__name__})")
-
-
-def recipe_dir() -> Path:
-    import megazoo.recipes
-
-    return Path(megazoo.recipes.__file__).parent
-
-
-def resolve_recipe(recipe: str | os.PathLike) -> Path:
-    """A YAML path, or the name of a shipped recipe with or without `.yaml`."""
-    path = Path(recipe)
-    if path.is_file():
-        return path
-    name = str(recipe)
-    for candidate in (recipe_dir() / name, recipe_dir() / f"{name}.yaml"):
-        if candidate.is_file():
-            return candidate
-    known = sorted(p.stem for p in recipe_dir().glob("*.yaml"))
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean `{close[0]}`?" if close else ""
-    raise ConfigError(f"recipe {name!r} is neither a file nor a shipped recipe{hint} (shipped: {', '.join(known)})")

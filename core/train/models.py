@@ -2,6 +2,8 @@
 imports neither): entry-point groups "megazoo.models" (architectures), "megazoo.tasks" (tasks on
 the trainer) and "megazoo.pretrained" (reading a pretrained folder's architecture for
 train.init_from). The builder protocol is megazoo.core.train.builder.
+
+config.py calls load_builder; this module imports only errors.py, never config.py (no cycle).
 """
 
 from __future__ import annotations

@@ -2,13 +2,15 @@
 
 Each folder holds one script named like the folder, so ``evaluate.load(module_path("squad"))``
 loads it from disk (hub names such as ``evaluate.load("squad")`` fetch scripts and fail offline).
-Every script only converts its inputs and calls the plain function in ``megazoo.eval.metrics``,
-so both give the same numbers.
+The scripts are a few lines each: every metric is one row of ``table.SPECS`` (its inputs, its
+description and the plain function in ``megazoo.eval.metrics`` it calls, so both give the same
+numbers). A new metric is a row there, a name here and a folder with a copy of any script.
 """
 from __future__ import annotations
 
 import os
 
+# kept here, not read from table.py, so that module_path() needs neither evaluate nor datasets
 MODULES: tuple[str, ...] = (
     "accuracy",
     "bioasq_factoid",

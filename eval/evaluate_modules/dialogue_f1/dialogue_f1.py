@@ -1,39 +1,10 @@
 """ParlAI unigram F1 (and knowledge F1) as an ``evaluate`` metric.
 
-Calls megazoo.eval.metrics.unigram_f1_scores (ParlAI F1Metric as in Megatron-LM tasks/msdp).
-For KF1 pass the gold knowledge sentences as references.
+The definition is the row "dialogue_f1" of megazoo.eval.evaluate_modules.table; this file exists so that
+``evaluate.load(<this folder>)`` finds a script offline (evaluate names the metric after the class).
 """
-import datasets
-import evaluate
-
-from megazoo.eval.metrics import unigram_f1_scores
-
-_DESCRIPTION = "ParlAI unigram F1; pairs with an empty reference (or no_passages_used) are skipped."
-_KWARGS = """
-Args:
-    predictions: generated responses.
-    references: gold responses (F1) or gold knowledge (KF1).
-Returns:
-    precision, recall, f1: means in [0, 1]; count: pairs scored.
-"""
+from megazoo.eval.evaluate_modules import table
 
 
-class DialogueF1(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=(
-                "Miller et al. 2017, ParlAI; Liu et al. 2022, Multi-Stage Prompting for "
-                "Knowledgeable Dialogue Generation."
-            ),
-            inputs_description=_KWARGS,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("string"),
-                    "references": datasets.Value("string"),
-                }
-            ),
-        )
-
-    def _compute(self, predictions, references):
-        return unigram_f1_scores(predictions, references)
+class DialogueF1(table.TableMetric):
+    metric = "dialogue_f1"
