@@ -9,6 +9,9 @@ from dataclasses import fields
 from typing import Callable
 
 from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.plan.flops import model_flops
+from megazoo.core.plan.params import total_params
+from megazoo.core.plan.shapes import ModelShape
 from megazoo.core.train.builder import Builder
 from megazoo.core.train.config import ConfigError, check_type
 
@@ -41,6 +44,16 @@ class ModelBuilder(Builder):
 
         full = self.chunks(ParallelContext.single(), 0, device="meta")[0]
         return load_into(chunks, path, ctx, full, self.unused_ok)
+
+    def shape(self) -> ModelShape:
+        """The model as core/plan sees it; FLOPs and parameter counts come from it alone."""
+        raise NotImplementedError
+
+    def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
+        return model_flops(self.shape(), batch, seq_length or self.config.seq_length, tp)
+
+    def num_parameters(self, tp: int = 1) -> int:
+        return total_params(self.shape(), tp)
 
     @property
     def hidden_size(self) -> int:

@@ -6,8 +6,11 @@
     DIR/model.safetensors  the FULL unsharded state dict (megazoo names)
     DIR/tokenizer/         optional tokenizer files
 
-`load_model` reads that format and also training checkpoints of megazoo.core.checkpoint (a run's
-`checkpoints/` folder or one `iter_*` in it), which store the same full tensors sharded.
+`load_model` is the one way to open a model folder: that format, training checkpoints of
+megazoo.core.checkpoint (a run's `checkpoints/` folder or one `iter_*` in it, which store the same
+full tensors sharded) and, with hf=True, Hugging Face folders (config.json and weights, or a .gguf
+file; converted with megazoo.zoo.hf.convert_from_hf). Commands that take a megazoo checkpoint
+(export-hf, generate, eval) leave hf off, so an HF folder gets the error that says to import it.
 """
 
 from __future__ import annotations
@@ -20,8 +23,18 @@ import yaml
 FORMAT = "megazoo-model/1"
 
 
-class CheckpointError(ValueError):
-    """A folder that is not a readable megazoo model checkpoint."""
+def __getattr__(name: str):
+    # CheckpointError is core's (megazoo.core.checkpoint), the one such error; importing it lazily
+    # keeps torch.distributed.checkpoint out of the processes that only read model folders
+    if name == "CheckpointError":
+        return _checkpoint_error()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _checkpoint_error() -> type:
+    from megazoo.core.checkpoint import CheckpointError
+
+    return CheckpointError
 
 
 def save_model(dir, arch: str, config, state_dict: dict[str, torch.Tensor], tokenizer=None,
@@ -49,11 +62,11 @@ def save_model(dir, arch: str, config, state_dict: dict[str, torch.Tensor], toke
 def read_meta(dir) -> dict:
     path = Path(dir)
     if not (path / "model.yaml").exists():
-        raise CheckpointError(f"{path} is not a megazoo model checkpoint: no model.yaml (create one with "
-                              "`megazoo import-hf` or a training run)")
+        raise _checkpoint_error()(f"{path} is not a megazoo model checkpoint: no model.yaml (create one "
+                                  "with `megazoo import-hf` or a training run)")
     meta = yaml.safe_load((path / "model.yaml").read_text()) or {}
     if "arch" not in meta or "config" not in meta:
-        raise CheckpointError(f"{path / 'model.yaml'} lacks 'arch' or 'config'")
+        raise _checkpoint_error()(f"{path / 'model.yaml'} lacks 'arch' or 'config'")
     return meta
 
 
@@ -71,14 +84,33 @@ def _training_checkpoint(dir) -> tuple[dict, dict[str, torch.Tensor]] | None:
     info, state = load_full_model_state(path)
     meta = dict(info.get("meta") or {})
     if "arch" not in meta or not isinstance(meta.get("model"), dict):
-        raise CheckpointError(f"{path}: the training checkpoint records no architecture and model config")
+        raise _checkpoint_error()(f"{path}: the training checkpoint records no architecture and model config")
     return meta, state
 
 
-def load_model(dir) -> tuple[str, dict, dict[str, torch.Tensor]]:
-    """(arch, config dict, full state dict) of an import-hf checkpoint or a training checkpoint."""
+def is_hf_folder(dir) -> bool:
+    """A Hugging Face model folder (config.json, or a .gguf file) that is not a megazoo folder."""
+    path = Path(dir)
+    return ((path / "config.json").is_file() or any(path.glob("*.gguf"))) and not (path / "model.yaml").exists()
+
+
+def _hf_model(dir) -> tuple[str, dict, dict[str, torch.Tensor]]:
+    from megazoo.zoo.hf import convert_from_hf
+
+    arch, cfg, state = convert_from_hf(str(dir))
+    d = cfg.to_dict()
+    d.pop("recompute", None)  # a run setting, not part of the model
+    return arch, d, state
+
+
+def load_model(dir, hf: bool = False) -> tuple[str, dict, dict[str, torch.Tensor]]:
+    """(arch, config dict, full state dict) of an import-hf folder or a training checkpoint, and
+    with hf=True of a Hugging Face folder too (HFImportError, a ValueError, when it cannot be
+    converted)."""
     from safetensors.torch import load_file
 
+    if hf and is_hf_folder(dir):
+        return _hf_model(dir)
     if not (Path(dir) / "model.yaml").exists():
         found = _training_checkpoint(dir)
         if found is not None:
@@ -88,30 +120,38 @@ def load_model(dir) -> tuple[str, dict, dict[str, torch.Tensor]]:
     meta = read_meta(dir)
     weights = Path(dir) / "model.safetensors"
     if not weights.exists():
-        raise CheckpointError(f"{weights} is missing: the checkpoint is incomplete")
+        raise _checkpoint_error()(f"{weights} is missing: the checkpoint is incomplete")
     return meta["arch"], meta["config"], load_file(str(weights))
 
 
-def model_config(dir) -> tuple[str, dict]:
-    """(arch, config dict) of an import-hf or training checkpoint, without reading its weights."""
+def model_config(dir, hf: bool = False) -> tuple[str, dict]:
+    """(arch, config dict) of a model folder as load_model opens it, without reading its weights
+    (a Hugging Face folder's config depends on its tensors: it is converted whole)."""
+    if hf and is_hf_folder(dir):
+        return _hf_model(dir)[:2]
     if not (Path(dir) / "model.yaml").exists() and _training_checkpoint_files(Path(dir)):
         from megazoo.core.checkpoint import open_checkpoint
 
         _, record = open_checkpoint(dir)
         meta = record.get("meta") or {}
         if "arch" not in meta or not isinstance(meta.get("model"), dict):
-            raise CheckpointError(f"{dir}: the training checkpoint records no architecture and model config")
+            raise _checkpoint_error()(f"{dir}: the training checkpoint records no architecture and model config")
         return meta["arch"], {k: v for k, v in meta["model"].items() if k != "arch"}
     meta = read_meta(dir)
     return meta["arch"], meta["config"]
 
 
 def tokenizer_dir(dir) -> Path | None:
-    """The tokenizer files of a checkpoint: its tokenizer/ folder, or for a training checkpoint the
-    folder of the tokenizer it was trained with (`gpt2`, `bert-wordpiece` or `hf:DIR`)."""
+    """The tokenizer files of a checkpoint: its tokenizer/ folder, a Hugging Face folder itself
+    when it holds tokenizer files, or for a training checkpoint the folder of the tokenizer it was
+    trained with (`gpt2`, `bert-wordpiece` or `hf:DIR`)."""
     path = Path(dir) / "tokenizer"
     if path.is_dir() and any(path.iterdir()):
         return path
+    if is_hf_folder(dir):
+        from megazoo.zoo.hf.writer import TOKENIZER_FILES
+
+        return Path(dir) if any((Path(dir) / f).is_file() for f in TOKENIZER_FILES) else None
     if (Path(dir) / "model.yaml").exists():
         return None
     from megazoo.core.checkpoint import open_checkpoint

@@ -43,22 +43,11 @@ def read_full(path) -> tuple[str, dict, dict[str, torch.Tensor]]:
 
 
 def _read(path: Path) -> tuple[str, dict, dict]:
-    from megazoo.zoo.io import CheckpointError, load_model
+    from megazoo.zoo.io import load_model
 
-    hf = (path / "config.json").is_file() or any(path.glob("*.gguf"))
-    if hf and not (path / "model.yaml").exists():
-        from megazoo.zoo.hf import HFImportError, convert_from_hf
-
-        try:
-            arch, cfg, state = convert_from_hf(str(path))
-        except (HFImportError, ValueError) as e:
-            raise ConfigError(f"train.init_from={str(path)!r}: {e}") from None
-        d = cfg.to_dict()
-        d.pop("recompute", None)
-        return arch, d, state
-    try:
-        arch, model, state = load_model(path)
-    except (CheckpointError, ValueError, FileNotFoundError) as e:
+    try:  # any model folder, Hugging Face ones included, through the one loader
+        arch, model, state = load_model(path, hf=True)
+    except (ValueError, FileNotFoundError) as e:  # CheckpointError and HFImportError are ValueErrors
         raise ConfigError(f"train.init_from={str(path)!r}: {e}") from None
     model = dict(model)
     model.pop("arch", None)

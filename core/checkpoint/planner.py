@@ -33,8 +33,10 @@ from torch.distributed.checkpoint.planner_helpers import create_read_items_for_c
 from megazoo.core.checkpoint.spec import Entry
 
 
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be saved or loaded, with the tensor or file at fault."""
+class CheckpointError(RuntimeError, ValueError):
+    """A checkpoint or model folder that cannot be saved or loaded, with the tensor or file at
+    fault. The one such error in megazoo (zoo.io raises it too); a ValueError as well, since zoo.io's
+    callers have always caught bad folders as ValueErrors."""
 
 
 def _chunk(piece) -> ChunkStorageMetadata:

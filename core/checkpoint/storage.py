@@ -22,6 +22,8 @@ import shutil
 import zlib
 from pathlib import Path
 
+from megazoo.core.fs import fsync_path, write_text_atomic
+
 META = "meta.json"
 LATEST = "latest"
 FORMAT = "megazoo-checkpoint"
@@ -33,24 +35,9 @@ def iter_name(step: int) -> str:
     return f"iter_{step:07d}"
 
 
-def fsync_path(path: Path) -> None:
-    """fsync a file or a directory (a rename is durable only once its directory is synced)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` by `text` so that readers see either the old or the new content."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_path(path.parent)
+    """Replace `path` by `text` so that readers see either the old or the new content, durably."""
+    write_text_atomic(path, text, fsync=True)
 
 
 def write_json(path: Path, obj) -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from megazoo.core.fs import atomic_file, write_text_atomic
 
 
 def file_digest(path: str | os.PathLike, chunk: int = 8 << 20) -> str:
@@ -31,18 +32,6 @@ def file_digest(path: str | os.PathLike, chunk: int = 8 << 20) -> str:
 def describe(desc: dict) -> tuple[str, str]:
     text = json.dumps(desc, indent=2, sort_keys=True, default=str)
     return text, hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
-
-
-def _save_atomic(path: Path, write: Callable) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def cached_arrays(cache_dir: str | os.PathLike | None, kind: str, split: str, desc: dict,
@@ -67,8 +56,9 @@ def cached_arrays(cache_dir: str | os.PathLike | None, kind: str, split: str, de
     try:
         root.mkdir(parents=True, exist_ok=True)
         for path, arr in zip(paths, arrays):
-            _save_atomic(path, lambda f, a=arr: np.save(f, np.ascontiguousarray(a), allow_pickle=False))
-        _save_atomic(desc_path, lambda f: f.write(text.encode("utf-8")))
+            with atomic_file(path) as f:
+                np.save(f, np.ascontiguousarray(arr), allow_pickle=False)
+        write_text_atomic(desc_path, text)
     except OSError:
         pass  # a read-only cache location only costs the rebuild next time
     return arrays

@@ -5,6 +5,7 @@
     tok = build_tokenizer("bert-wordpiece:/x/vocab.txt", lowercase=False)
     tok = build_tokenizer("sentencepiece:/x/m.model")  # or "sentencepiece" for a Llama-style 32k
     tok = build_tokenizer("hf:/some/hf/folder")        # any HF tokenizer folder (local only)
+    tok = build_tokenizer("/some/folder")              # the same, e.g. `megazoo tokenizer train`'s output
     tok.encode("text") -> list[int]; tok.decode(ids); tok.vocab_size; tok.eod, tok.pad, tok.cls,
     tok.sep, tok.mask, tok.bos, tok.eos (None where the vocabulary has no such token);
     tok.sentinels: the T5 <extra_id_i> ids, in order (ask for them with extra_ids=N).
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from megazoo.core.data.errors import DataError
+from megazoo.core.fs import write_text_atomic
 
 SPECIAL_NAMES = ("eod", "pad", "cls", "sep", "mask", "bos", "eos", "unk")
 
@@ -272,21 +274,14 @@ def gpt2_tokenizer(path: str | None = None, extra_ids: int = 0) -> HFTokenizer:
         backend = GPT2TokenizerFast.from_pretrained(str(folder), local_files_only=True).backend_tokenizer
         if backend.get_vocab_size() < 50257:
             raise DataError(f"{folder}: loaded only {backend.get_vocab_size()} GPT-2 tokens; check vocab.json")
-        _save_text_atomic(saved, backend.to_str())
+        try:
+            write_text_atomic(saved, backend.to_str())
+        except OSError:  # a read-only folder: just do without the saved copy
+            pass
     eod = backend.token_to_id("<|endoftext|>")
     # GPT-2 has one special token; it serves as end of document, BOS/EOS and padding.
     specials = dict(eod=eod, eos=eod, bos=eod, pad=eod, unk=None, cls=None, sep=None, mask=None)
     return HFTokenizer(backend, "gpt2", specials, extra_ids)
-
-
-def _save_text_atomic(path: Path, text: str) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:  # a read-only folder: just do without the saved copy
-        pass
 
 
 def bert_vocab_file() -> Path:
@@ -350,13 +345,22 @@ def hf_folder_tokenizer(folder: str, extra_ids: int = 0) -> HFTokenizer:
 
 
 KINDS = ("gpt2", "bert-wordpiece", "bert-wordpiece-cased", "sentencepiece", "hf")
+_NAMES = set(KINDS) | {"bert", "wordpiece", "spm"}  # every spelling build_tokenizer knows
 
 
 def build_tokenizer(kind: str, path_or_name: str | None = None, extra_ids: int = 0,
                     lowercase: bool | None = None) -> Tokenizer:
     """One entry point: `kind` is gpt2 | bert-wordpiece[-cased] | sentencepiece | hf, optionally
     with the path after a colon ("sentencepiece:/x.model", "hf:/dir"); `extra_ids` adds T5
-    sentinels <extra_id_0..N-1> where the vocabulary lacks them."""
+    sentinels <extra_id_0..N-1> where the vocabulary lacks them. A bare folder path is a tokenizer
+    folder: tokenizer.json/tokenizer_config.json as `hf:DIR`, else a tokenizer.model as sentencepiece."""
+    # a folder (what `megazoo tokenizer train` writes); a folder named like a kind in the working
+    # directory must not change what `gpt2` means
+    if path_or_name is None and kind.strip().lower() not in _NAMES and Path(kind).is_dir():
+        if not any((Path(kind) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")) \
+                and (Path(kind) / "tokenizer.model").is_file():
+            return sentencepiece_tokenizer(str(Path(kind) / "tokenizer.model"), extra_ids)
+        return hf_folder_tokenizer(kind, extra_ids)
     if ":" in kind and path_or_name is None:
         kind, path_or_name = kind.split(":", 1)
     kind = kind.strip().lower()
@@ -376,7 +380,7 @@ def build_tokenizer(kind: str, path_or_name: str | None = None, extra_ids: int =
     close = difflib.get_close_matches(kind, KINDS, n=1)
     hint = f" Did you mean `{close[0]}`?" if close else ""
     raise DataError(f"unknown tokenizer `{kind}`; choose one of {', '.join(KINDS)} "
-                    f"(sentencepiece:PATH, hf:DIR).{hint}")
+                    f"(sentencepiece:PATH, hf:DIR, or a tokenizer folder).{hint}")
 
 
 def train_sentencepiece(texts: Iterable[str], model_prefix: str | os.PathLike, vocab_size: int,

@@ -9,13 +9,8 @@ from torch import nn
 from megazoo.core.parallel import collectives as C
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.init import describe
-
-
-def padded_vocab_size(vocab_size: int, tp: int, multiple: int = 128) -> int:
-    """Round the vocabulary up to a multiple of `multiple * tp`, as Megatron-LM does, so every
-    tp shard is equal and GEMM-friendly. Padded rows are masked out of logits and loss."""
-    step = multiple * tp
-    return ((vocab_size + step - 1) // step) * step
+# the one definition of the padded vocabulary (core/plan is torch-free, so it lives there)
+from megazoo.core.plan.params import padded_vocab as padded_vocab_size
 
 
 class VocabParallelEmbedding(nn.Module):

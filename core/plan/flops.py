@@ -6,30 +6,40 @@ attention core is counted causally for decoders (half the s x s work), in full f
 
 from __future__ import annotations
 
-from megazoo.core.plan.params import padded_vocab
+from megazoo.core.plan.params import shape_vocab
 from megazoo.core.plan.shapes import ModelShape, PlanError
 
 
 def model_flops(shape: ModelShape, batch: int, seq: int | None = None, tp: int = 1,
                 causal: bool | None = None) -> float:
     """FLOPs of one training iteration of `batch` sequences:
-    B*s*(6*h*f*E*L + 6*(h*(q+2k) + q*h)*L + 6*h*V) + c*q*B*s^2*L, with c = 6 causal, 12 not."""
+    B*s*(6*h*f*E*L + 6*(h*(q+2k) + q*h)*L + 6*h*V) + c*q*B*s^2*L, with c = 6 causal, 12 not.
+
+    Bottleneck adapters add 6*h*4r per layer and token (two adapters, two h x r GEMMs each). BERT
+    adds its masked-LM head's dense layer (6*h*h per token); a model without an LM head (a
+    fine-tuned task model) counts neither that nor the vocabulary projection (the small task heads
+    are not counted). T5: the encoder runs over s tokens; the decoder (causal self-attention,
+    cross-attention, MLP) and the output layer over the target length (decoder_seq_length); the
+    cross-attention K/V projections read the encoder output, so they run over s tokens."""
     s = seq or shape.seq_length
     h, f, q, k = shape.hidden_size, shape.ffn_hidden_size, shape.q_size, shape.kv_size
     e = 3 if shape.gated else 2
-    vocab = padded_vocab(shape.vocab_size, tp)
     causal = shape.causal if causal is None else causal
     attn_coeff = 6 if causal else 12
     proj = 6 * (h * (q + 2 * k) + q * h)
-    layer = 6 * h * f * e + proj
+    layer = 6 * h * f * e + proj + 6 * h * 4 * shape.adapter_size
     n = shape.num_layers
-    total = batch * s * (layer * n + 6 * h * vocab) + attn_coeff * q * batch * s * s * n
-    if shape.arch == "t5":  # decoder: causal self-attention, cross-attention, MLP
-        d = shape.num_decoder_layers
-        total += batch * s * (layer + proj) * d + (6 + 12) * q * batch * s * s * d
-    if shape.arch == "bert":  # masked-LM head transform and pooler
-        total += batch * s * 6 * h * h
-    return float(total)
+    head = 6 * h * shape_vocab(shape, tp) if shape.lm_head else 0  # per token of the output layer
+    if shape.arch == "bert" and shape.lm_head:  # the masked-LM head's dense transform
+        head += 6 * h * h
+    if shape.arch != "t5":
+        return float(batch * s * (layer * n + head) + attn_coeff * q * batch * s * s * n)
+    sd = shape.decoder_seq_length or s
+    d = shape.num_decoder_layers
+    encoder = s * layer * n + attn_coeff * q * s * s * n
+    cross = 6 * (sd * (h * q + q * h) + s * h * 2 * k)  # q and output over the target, K/V over the encoder
+    decoder = sd * layer * d + cross * d + 6 * q * sd * sd * d + 12 * q * sd * s * d
+    return float(batch * (encoder + decoder + sd * head))
 
 
 def flops_per_token(shape: ModelShape, seq: int | None = None) -> float:
@@ -74,7 +84,7 @@ def convention_flops(shape: ModelShape, batch: int, seq: int | None = None, tp: 
                      convention: str = "model") -> float:
     """FLOPs of one iteration in a named convention. The vocabulary is the padded one at `tp`, as
     Megatron-LM counts it (Narayanan et al.'s V = 51,200 is GPT-2's 50,257 padded)."""
-    vocab = padded_vocab(shape.vocab_size, tp)
+    vocab = shape_vocab(shape, tp)
     if convention == "model":
         return model_flops(shape, batch, seq, tp=tp)
     if convention == "narayanan":

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from megazoo.core.plan.params import padded_vocab, stage_layers, stage_params, stage_shapes
+from megazoo.core.plan.params import shape_vocab, stage_layers, stage_params, stage_shapes
 from megazoo.core.plan.shapes import Layout, ModelShape
 
 GIB = float(2**30)
@@ -157,7 +157,7 @@ def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: fl
     if stage == 0 and shape.dropout:  # embedding dropout mask per in-flight micro-batch
         act += -(-chunks // layout.vpp) * s * b * h / sp_div
     if stage == layout.pp - 1:  # final norm and head inputs, the cross-entropy's fp32 softmax (4sbV/t)
-        vocab = padded_vocab(shape.vocab_size, t) // t
+        vocab = shape_vocab(shape, t) // t
         act += 2 * e * s * b * h / sp_div + 4 * s * b * vocab
     return StageMemory(stage=stage, params=params, weights=weights, grads=grads, optimizer=optimizer,
                        activations=int(act), overhead=int(overhead_gib * GIB), inflight_micro_batches=chunks)

@@ -9,17 +9,25 @@ parallel layers and norms are replicated.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import prod
 
 from megazoo.core.plan.shapes import Layout, ModelShape, PlanError
 
-RELATIVE_BUCKETS = 32  # T5's relative-position buckets
-
 
 def padded_vocab(vocab_size: int, tp: int, multiple: int = 128) -> int:
-    """Vocabulary rounded up to a multiple of multiple * tp (as megazoo's embedding does)."""
+    """Round the vocabulary up to a multiple of `multiple * tp`, as Megatron-LM does, so every
+    tp shard is equal and GEMM-friendly. Padded rows are masked out of logits and loss.
+
+    The one definition: megazoo.core.parallel.embedding uses it as `padded_vocab_size`; it lives
+    here because core/plan imports no torch (`megazoo plan` starts without it)."""
     step = multiple * tp
     return -(-vocab_size // step) * step
+
+
+def shape_vocab(shape: ModelShape, tp: int) -> int:
+    """The model's padded vocabulary at tensor-parallel degree tp."""
+    return padded_vocab(shape.vocab_size, tp, shape.vocab_multiple)
 
 
 def check_layout(shape: ModelShape, layout: Layout) -> None:
@@ -101,32 +109,48 @@ def layer_shapes(shape: ModelShape, tp: int, decoder: bool = False) -> list[tupl
     out = _norm(shape, h) + attention_shapes(shape, tp)
     if decoder:
         out += _norm(shape, h) + attention_shapes(shape, tp, cross=True)
-    return out + _norm(shape, h) + mlp_shapes(shape, tp)
+    return out + _norm(shape, h) + mlp_shapes(shape, tp) + adapter_shapes(shape, tp)
+
+
+def adapter_shapes(shape: ModelShape, tp: int) -> list[tuple[int, ...]]:
+    """Two bottleneck adapters (after attention and after the MLP): a column-parallel down
+    projection and a row-parallel up projection, both with biases (core/nn/adapter.py)."""
+    h, r = shape.hidden_size, shape.adapter_size
+    if not r:
+        return []
+    return [(r // tp, h), (r // tp,), (h, r // tp), (h,)] * 2
 
 
 def embedding_shapes(shape: ModelShape, tp: int, seq: int) -> list[tuple[int, ...]]:
     h = shape.hidden_size
-    out: list[tuple[int, ...]] = [(padded_vocab(shape.vocab_size, tp) // tp, h)]
+    out: list[tuple[int, ...]] = [(shape_vocab(shape, tp) // tp, h)]
     if shape.position == "learned":
         out.append((seq, h))
-    if shape.arch == "bert":
-        out.append((2, h))  # token types
-        out += _norm(shape, h)  # embedding norm
+    if shape.arch == "bert" and shape.num_tokentypes:
+        out.append((shape.num_tokentypes, h))  # token types
+    if shape.has_embedding_norm:
+        out += _norm(shape, h)  # post-norm layouts (the original BERT) normalise the embeddings
     return out
 
 
 def head_shapes(shape: ModelShape, tp: int, pp: int) -> list[tuple[int, ...]]:
-    """Final norm and output layer of the last stage (plus BERT's pooler and heads)."""
+    """Final norm and output layer of the last stage (plus BERT's pooler and heads, and a
+    fine-tuning head)."""
     h = shape.hidden_size
-    vocab_rows = padded_vocab(shape.vocab_size, tp) // tp
-    out = list(_norm(shape, h))
+    vocab_rows = shape_vocab(shape, tp) // tp
+    out = list(_norm(shape, h)) if shape.final_norm else []
     if shape.arch == "t5":
         out += _norm(shape, h)  # encoder and decoder each end with a norm
     if shape.arch == "bert":
-        out += [(h, h), (h,)]  # pooler
-        out += [(h, h), (h,)] + _norm(shape, h) + [(vocab_rows,)]  # masked-LM head transform + bias
-        out += [(2, h), (2,)]  # binary (next-sentence) head
-    if not shape.tie_embeddings or pp > 1:
+        if shape.pooler:
+            out += [(h, h), (h,)]
+        if shape.lm_head:
+            out += [(h, h), (h,)] + _norm(shape, h) + [(vocab_rows,)]  # masked-LM head transform + bias
+        if shape.binary_head:
+            out += [(2, h), (2,)]  # binary (next-sentence) head
+    if shape.task_outputs:  # replicated on every tp rank (zoo/heads.py)
+        out += [(shape.task_outputs, h), (shape.task_outputs,)]
+    if shape.lm_head and (not shape.tie_embeddings or pp > 1):
         out.append((vocab_rows, h))
     return out
 
@@ -146,12 +170,12 @@ def stage_shapes(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[in
     if stage == 0:
         out += embedding_shapes(shape, t, seq)
         if shape.position == "relative":
-            out.append((RELATIVE_BUCKETS, shape.num_heads // t))
+            out.append((shape.relative_buckets, shape.num_heads // t))
     n_layers = sum(b - a for a, b in stage_layers(shape, layout, stage))
     out += layer_shapes(shape, t) * n_layers
     if shape.arch == "t5":
         out += layer_shapes(shape, t, decoder=True) * shape.num_decoder_layers
-        out.append((RELATIVE_BUCKETS, shape.num_heads // t))
+        out.append((shape.relative_buckets, shape.num_heads // t))
     if stage == p - 1:
         out += head_shapes(shape, t, p)
     return out
@@ -168,17 +192,19 @@ def stage_params(shape: ModelShape, layout: Layout, stage: int) -> int:
     if stage == 0:
         total += _count(embedding_shapes(shape, t, layout.seq_length or shape.seq_length))
         if shape.position == "relative":
-            total += RELATIVE_BUCKETS * (shape.num_heads // t)
+            total += shape.relative_buckets * (shape.num_heads // t)
     n_layers = sum(b - a for a, b in stage_layers(shape, layout, stage))
     total += n_layers * _count(layer_shapes(shape, t))
     if shape.arch == "t5":
         total += shape.num_decoder_layers * _count(layer_shapes(shape, t, decoder=True))
-        total += RELATIVE_BUCKETS * (shape.num_heads // t)
+        total += shape.relative_buckets * (shape.num_heads // t)
     if stage == p - 1:
         total += _count(head_shapes(shape, t, p))
     return total
 
 
-def total_params(shape: ModelShape) -> int:
-    """Parameters of the whole model at tp=1, pp=1 (vocabulary padded to a multiple of 128)."""
-    return stage_params(shape, Layout(gpus=1, sp=False), 0)
+def total_params(shape: ModelShape, tp: int = 1) -> int:
+    """Parameters of the whole model at pp=1 (one copy of each tensor), with the vocabulary padded
+    as for `tp` ranks (a trained model's count; the default tp=1 is the card's)."""
+    padded = replace(shape, vocab_size=shape_vocab(shape, tp))  # already a multiple of multiple * tp
+    return stage_params(padded, Layout(gpus=1, sp=False), 0)

@@ -37,6 +37,19 @@ class ModelShape:
     num_decoder_layers: int = 0  # t5 only
     dropout: bool = True  # dropout masks are stored as activations when on
     name: str = ""
+    # Further facts a model builder states so that core/plan counts its parameters and FLOPs
+    # exactly (zoo builders' shape()); the defaults are what a model card describes.
+    vocab_multiple: int = 128  # the vocabulary is padded to a multiple of vocab_multiple * tp
+    adapter_size: int = 0  # two bottleneck adapters (h -> r -> h, with biases) per layer; 0: none
+    decoder_seq_length: int | None = None  # t5: target tokens per sample; None: seq_length
+    relative_buckets: int = 32  # t5: relative-position buckets per head, in each stack
+    num_tokentypes: int = 2  # bert: token-type (segment) embeddings
+    embedding_norm: bool | None = None  # a norm after the embeddings; None: bert has one
+    final_norm: bool = True  # a norm after the last layer (pre-norm layouts)
+    lm_head: bool = True  # the output projection onto the vocabulary (bert: with its dense + norm + bias)
+    pooler: bool = True  # bert: tanh dense on the first token
+    binary_head: bool = True  # bert: the 2-way sentence-order head
+    task_outputs: int = 0  # a fine-tuning head: one replicated dense layer to this many outputs
 
     @property
     def kv_heads(self) -> int:
@@ -64,6 +77,14 @@ class ModelShape:
     @property
     def causal(self) -> bool:
         return self.arch in ("gpt", "llama")
+
+    @property
+    def has_embedding_norm(self) -> bool:
+        return self.arch == "bert" if self.embedding_norm is None else self.embedding_norm
+
+    @property
+    def decoder_seq(self) -> int:
+        return self.decoder_seq_length or self.seq_length
 
     def validate(self) -> None:
         if self.arch not in ARCHS:
@@ -139,6 +160,9 @@ class GPU:
     network_gb_s: float
     gpus_per_node: int = 8
     note: str = ""
+    fp32_tflops: float = 0.0  # dense FP32 (no tensor cores): the peak an fp32 run's MFU is taken against
+    family: str = ""  # the model word in torch.cuda.get_device_name ("H100"); "": never matched to a device
+    variant: str = ""  # the word that names a variant of the family ("PCIe", "NVL"); "": the SXM board
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from megazoo.core.plan.params import padded_vocab, stage_layers, stage_params
+from megazoo.core.plan.params import shape_vocab, stage_layers, stage_params
 from megazoo.core.plan.shapes import GPU, Efficiency, Layout, ModelShape
 
 
@@ -137,7 +137,7 @@ def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Eff
     passes = 4 if layout.recompute == "full" else 3
     flops = n_layers * layer_flops * passes
     if stage == layout.pp - 1:  # output layer GEMMs and cross-entropy
-        vocab = padded_vocab(shape.vocab_size, t) / t
+        vocab = shape_vocab(shape, t) / t
         seconds += 3 * gemm_time(b * s, h, vocab, gpu, eff) + _bytes_time(20 * b * s * vocab, gpu, eff)
         seconds += 2 * tp_one * exposed
         tp_total += 2 * tp_one * exposed
@@ -181,7 +181,7 @@ def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> S
     optimizer = _bytes_time(optimizer_bytes, gpu, eff)
     other = eff.step_overhead_s
     if p > 1 and shape.tie_embeddings:  # keep the two copies of the word embedding equal
-        rows = padded_vocab(shape.vocab_size, layout.tp) / layout.tp
+        rows = shape_vocab(shape, layout.tp) / layout.tp
         other += 4.0 * rows * shape.hidden_size / pp_bandwidth(layout, gpu, eff)
     return StepTime(compute=compute, bubble=bubble, tp_comm=m * tp_mb, pp_comm=pp_comm, dp_comm=dp_comm,
                     optimizer=optimizer, other=other, executed_flops_per_gpu=m * flops_mb)

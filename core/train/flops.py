@@ -2,7 +2,8 @@
 
 On a CPU the peak is the rate of a large square matmul in the run's dtype, measured at start-up on
 the same machine with the threads the whole run uses, so MFU compares like with like. On a GPU the
-dense (no sparsity) spec-sheet peak per device is used, and measured when the GPU is not listed.
+dense (no sparsity) spec-sheet peak of core/plan/hardware.py's table is used, and measured when the
+GPU is not listed.
 """
 
 from __future__ import annotations
@@ -12,16 +13,7 @@ import time
 
 import torch
 
-# dense TFLOP/s per GPU: (substring of torch.cuda.get_device_name, {dtype: peak})
-GPU_PEAKS = [
-    ("H200", {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0}),
-    ("H100", {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0}),
-    ("B200", {"bf16": 2250.0, "fp16": 2250.0, "fp32": 80.0}),
-    ("A100", {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5}),
-    ("A10", {"bf16": 125.0, "fp16": 125.0, "fp32": 31.2}),
-    ("L4", {"bf16": 121.0, "fp16": 121.0, "fp32": 30.3}),
-    ("V100", {"bf16": 125.0, "fp16": 125.0, "fp32": 15.7}),
-]
+from megazoo.core.plan.hardware import gpu_for_device, peak_tflops
 
 _CACHE: dict = {}  # (device, dtype, threads) -> FLOP/s, measured once per process
 
@@ -76,9 +68,10 @@ def peak_flops(dtype: torch.dtype, device: torch.device, world_size: int = 1) ->
         return float(env) * 1e12, "MEGAZOO_PEAK_TFLOPS"
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
-        for tag, peaks in GPU_PEAKS:
-            if tag in name:
-                return peaks[dtype_name(dtype)] * 1e12 * world_size, f"spec sheet ({name})"
+        # the planner's GPU table, matched by name and memory (an H100 PCIe is not an SXM board)
+        gpu = gpu_for_device(name, torch.cuda.get_device_properties(device).total_memory / 2**30)
+        if gpu is not None:
+            return peak_tflops(gpu, dtype_name(dtype)) * 1e12 * world_size, f"spec sheet ({name})"
         return gemm_flops(dtype, device, size=8192) * world_size, f"measured GEMM ({name})"
     # CPU: the ranks share one machine; measure with all the threads the run uses
     threads = max(1, min(cpu_count(), torch.get_num_threads() * world_size))

@@ -18,11 +18,12 @@ import torch.nn.functional as F
 
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
 from megazoo.core.parallel.pipeline.stages import StageSplitError, chunk_ranges, split_layers
+from megazoo.core.plan.shapes import ModelShape
 from megazoo.core.train.config import ConfigError
 from megazoo.zoo.bert.config import BertConfig, megatron_bert, original_bert
 from megazoo.zoo.bert.model import BertModel
 from megazoo.zoo.builder_base import ModelBuilder, Samples, parse_model_section
-from megazoo.zoo.gpt.config import flops_per_iteration
+from megazoo.zoo.heads import num_outputs
 
 IGNORE = -100
 
@@ -73,24 +74,20 @@ class BertBuilder(ModelBuilder):
             out.append(model.initialize(seed))
         return out
 
-    def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
-        """Megatron's formula (as GPT's) with bidirectional attention (twice the causal score FLOPs)
-        and the masked-LM head's dense layer; without that head (a fine-tuned task model) neither
-        its dense layer nor the vocabulary projection (the small task heads are not counted)."""
-        cfg, s = self.config, seq_length or self.config.seq_length
-        q, h = cfg.kv_channels * cfg.num_heads, cfg.hidden_size
-        total = flops_per_iteration(cfg, batch, s, tp) + 6 * q * batch * s * s * cfg.num_layers
-        if cfg.add_lm_head:
-            total += 6 * batch * s * h ** 2
-        else:
-            total -= 6 * batch * s * h * cfg.padded_vocab(tp)
-        return float(total)
-
-    def num_parameters(self, tp: int = 1) -> int:
-        ctx = ParallelContext.single()
-        model = BertModel(self.config, ctx, device="meta")
-        per_rank_vocab = self.config.padded_vocab(tp) - self.config.padded_vocab(1)
-        return sum(p.numel() for p in model.parameters()) + per_rank_vocab * (self.config.hidden_size + 1)
+    def shape(self) -> ModelShape:
+        """Bidirectional attention (counted twice the causal score FLOPs), the masked-LM head's
+        dense layer; without that head (a fine-tuned task model) neither its dense layer nor the
+        vocabulary projection is computed (the small task heads count as parameters, not FLOPs)."""
+        c = self.config
+        return ModelShape(
+            num_layers=c.num_layers, hidden_size=c.hidden_size, num_heads=c.num_heads,
+            ffn_hidden_size=c.ffn_hidden_size, vocab_size=c.vocab_size, seq_length=c.seq_length,
+            num_kv_heads=c.num_kv_heads, kv_channels=c.kv_channels, activation=c.activation, arch="bert",
+            position="learned", norm=c.norm, bias=c.bias, dropout=bool(c.dropout or c.attention_dropout),
+            vocab_multiple=c.make_vocab_size_divisible_by, adapter_size=c.adapter_size,
+            num_tokentypes=c.num_tokentypes, embedding_norm=c.post_norm, final_norm=not c.post_norm,
+            lm_head=c.add_lm_head, pooler=c.add_pooler, binary_head=c.add_binary_head,
+            task_outputs=num_outputs(c.task_head, c.num_labels) if c.task_head != "none" else 0)
 
     # BERT's own data and objective --------------------------------------------------------------
     def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:

@@ -16,9 +16,10 @@ import torch
 
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
 from megazoo.core.parallel.pipeline.stages import StageSplitError, chunk_ranges, split_layers
+from megazoo.core.plan.shapes import ModelShape
 from megazoo.core.train.config import ConfigError
 from megazoo.zoo.builder_base import ModelBuilder, parse_model_section
-from megazoo.zoo.gpt.config import GPTConfig, flops_per_iteration, gpt2_layout, llama_layout, num_parameters
+from megazoo.zoo.gpt.config import GPTConfig, gpt2_layout, llama_layout
 from megazoo.zoo.gpt.model import GPTModel
 
 LAYOUTS = {"gpt": gpt2_layout, "llama": llama_layout}
@@ -55,11 +56,8 @@ class GPTBuilder(ModelBuilder):
             out.append(model.initialize(seed))
         return out
 
-    def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
-        return float(flops_per_iteration(self.config, batch, seq_length or self.config.seq_length, tp))
-
-    def num_parameters(self, tp: int = 1) -> int:
-        return num_parameters(self.config, tp)
+    def shape(self) -> ModelShape:
+        return self.config.shape(self.arch)
 
 
 def build(model: dict, recompute: str = "none") -> GPTBuilder:

@@ -6,6 +6,9 @@ from dataclasses import asdict, dataclass, fields
 
 from megazoo.core.nn.config import TransformerConfig
 from megazoo.core.parallel.embedding import padded_vocab_size
+from megazoo.core.plan.flops import model_flops
+from megazoo.core.plan.params import total_params
+from megazoo.core.plan.shapes import ModelShape
 
 
 @dataclass
@@ -34,6 +37,17 @@ class GPTConfig(TransformerConfig):
     def padded_vocab(self, tp: int = 1) -> int:
         return padded_vocab_size(self.vocab_size, tp, self.make_vocab_size_divisible_by)
 
+    def shape(self, arch: str = "gpt") -> ModelShape:
+        """This model as core/plan sees it: the one description its parameters and FLOPs are
+        counted from (gpt and llama count alike; arch only names the layout)."""
+        return ModelShape(
+            num_layers=self.num_layers, hidden_size=self.hidden_size, num_heads=self.num_heads,
+            ffn_hidden_size=self.ffn_hidden_size, vocab_size=self.vocab_size, seq_length=self.seq_length,
+            num_kv_heads=self.num_kv_heads, kv_channels=self.kv_channels, activation=self.activation,
+            tie_embeddings=self.tie_embeddings, arch=arch, position=self.position, norm=self.norm, bias=self.bias,
+            dropout=bool(self.dropout or self.attention_dropout), vocab_multiple=self.make_vocab_size_divisible_by,
+            adapter_size=self.adapter_size)
+
 
 def gpt2_layout(**kw) -> GPTConfig:
     """Learned positions, LayerNorm, GELU, biases, tied embeddings."""
@@ -57,34 +71,14 @@ TINY = {
 
 
 def num_parameters(cfg: GPTConfig, tp: int = 1) -> int:
-    """Parameters of the whole model (padded vocabulary at this tp, as trained)."""
-    h, L, f, d = cfg.hidden_size, cfg.num_layers, cfg.ffn_hidden_size, cfg.kv_channels
-    V = cfg.padded_vocab(tp)
-    q, kv = cfg.num_heads * d, cfg.num_kv_heads * d
-    attn = h * (q + 2 * kv) + q * h + (q + 2 * kv + h if cfg.bias else 0)
-    mlp = (3 if cfg.activation == "swiglu" else 2) * h * f + ((2 if cfg.activation == "swiglu" else 1) * f + h if cfg.bias else 0)
-    norms = 2 * h * (2 if cfg.norm == "layernorm" else 1)
-    r = cfg.adapter_size
-    adapters = 2 * (2 * h * r + r + h) if r else 0  # two bottleneck adapters, with biases
-    per_layer = attn + mlp + norms + adapters
-    emb = V * h + (cfg.seq_length * h if cfg.position == "learned" else 0)
-    head = 0 if cfg.tie_embeddings else V * h
-    final = h * (2 if cfg.norm == "layernorm" else 1)
-    return L * per_layer + emb + head + final
+    """Parameters of the whole model (padded vocabulary at this tp, as trained): core/plan counts."""
+    return total_params(cfg.shape(), tp)
 
 
 def flops_per_iteration(cfg: GPTConfig, batch: int, seq: int | None = None, tp: int = 1) -> float:
-    """Model FLOPs of one training iteration (forward + backward), Megatron-LM's formula:
-    B*s*(6*h*f*E*L + 6*(h*(q+2k) + q*h)*L + 6*h*V) + 6*q*B*s^2*L, attention counted causally."""
-    s = seq or cfg.seq_length
-    h, L, f = cfg.hidden_size, cfg.num_layers, cfg.ffn_hidden_size
-    E = 3 if cfg.activation == "swiglu" else 2
-    q = cfg.kv_channels * cfg.num_heads
-    k = cfg.kv_channels * cfg.num_kv_heads
-    V = cfg.padded_vocab(tp)
-    A = 4 * cfg.adapter_size  # two adapters of two h x r matmuls each
-    return batch * s * (6 * h * f * E * L + 6 * (h * (q + 2 * k) + q * h) * L + 6 * h * A * L + 6 * h * V) \
-        + 6 * q * batch * s * s * L
+    """Model FLOPs of one training iteration (forward + backward), Megatron-LM's formula with
+    attention counted causally (core/plan/flops.py model_flops)."""
+    return model_flops(cfg.shape(), batch, seq or cfg.seq_length, tp)
 
 
 def flops_per_token(cfg: GPTConfig, seq: int | None = None) -> float:

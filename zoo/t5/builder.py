@@ -17,6 +17,8 @@ import torch
 
 from megazoo.core.data.t5 import decoder_length_for
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
+from megazoo.core.plan.flops import model_flops
+from megazoo.core.plan.shapes import ModelShape
 from megazoo.core.train.config import ConfigError
 from megazoo.zoo.builder_base import ModelBuilder, Samples, parse_model_section
 from megazoo.zoo.t5.config import T5Config
@@ -62,23 +64,23 @@ class T5Builder(ModelBuilder):
     def chunks(self, ctx: ParallelContext, seed: int, device=None) -> list[T5Model]:
         return [T5Model(self.config, ctx, dtype=torch.float32, device=device or ctx.device).initialize(seed)]
 
-    def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
-        """Megatron's counting (6 FLOPs per weight and token, attention scores) for the encoder over
-        seq_length tokens and the decoder (self- and cross-attention) over its target length."""
-        c = self.config  # span-corruption samples are always seq_length long: seq_length is not used
-        se, sd = c.seq_length, decoder_length_for(c.seq_length - 1, c.masking)
-        h, f, q, k = c.hidden_size, c.ffn_hidden_size, c.kv_channels * c.num_heads, c.kv_channels * c.num_kv_heads
-        E = 3 if c.activation in ("geglu", "swiglu") else 2
-        attn = h * (q + 2 * k) + q * h
-        enc = 6 * se * c.num_layers * (attn + E * h * f) + 12 * q * se * se * c.num_layers
-        dec = (6 * sd * c.num_decoder_layers * (2 * attn + E * h * f) + 6 * q * sd * sd * c.num_decoder_layers
-               + 12 * q * sd * se * c.num_decoder_layers + 6 * sd * h * c.padded_vocab(tp))
-        return float(batch * (enc + dec))
+    def shape(self) -> ModelShape:
+        """Encoder over seq_length tokens, decoder (self- and cross-attention) and output layer over
+        the span-corruption target length."""
+        c = self.config
+        return ModelShape(
+            num_layers=c.num_layers, hidden_size=c.hidden_size, num_heads=c.num_heads,
+            ffn_hidden_size=c.ffn_hidden_size, vocab_size=c.vocab_size, seq_length=c.seq_length,
+            num_kv_heads=c.num_kv_heads, kv_channels=c.kv_channels, activation=c.activation,
+            tie_embeddings=c.tie_embeddings, arch="t5", position="relative", norm=c.norm, bias=c.bias,
+            num_decoder_layers=c.num_decoder_layers, dropout=bool(c.dropout or c.attention_dropout),
+            vocab_multiple=c.make_vocab_size_divisible_by,
+            decoder_seq_length=decoder_length_for(c.seq_length - 1, c.masking),
+            relative_buckets=c.relative_attention_num_buckets)
 
-    def num_parameters(self, tp: int = 1) -> int:
-        model = T5Model(self.config, ParallelContext.single(), device="meta")
-        extra_rows = self.config.padded_vocab(tp) - self.config.padded_vocab(1)
-        return sum(p.numel() for p in model.parameters()) + extra_rows * self.config.hidden_size
+    def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
+        # span-corruption samples are always seq_length long: the trainer's seq_length is not used
+        return model_flops(self.shape(), batch, tp=tp)
 
     def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:
         from megazoo.core.data import build_t5_datasets
