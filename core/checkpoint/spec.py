@@ -135,18 +135,23 @@ def model_state(chunks: nn.Module | Iterable[nn.Module], ctx: ParallelContext) -
     return {name: Sharded(p.data, param_spec(p, ctx)) for name, p in named_parameters(chunks).items()}
 
 
-def rng_state(tracker=None) -> PerRank:
-    """CPU, CUDA and RNG-tracker generator states of this rank, as a PerRank leaf."""
+def rng_state(tracker=None, trackers: dict | None = None) -> PerRank:
+    """CPU, CUDA and RNG-tracker generator states of this rank, as a PerRank leaf: one model's
+    `tracker` is stored under "tracker", several (a trainer's chunks, by key) under "trackers/<key>".
+    The one place RNG streams are saved (restored by set_rng_state)."""
     value = {"cpu": torch.get_rng_state()}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         value["cuda"] = torch.cuda.get_rng_state()
     if tracker is not None:
         value["tracker"] = {k: s.clone() for k, s in tracker.states().items()}
+    if trackers:
+        value["trackers"] = {key: {k: s.clone() for k, s in t.states().items()} for key, t in trackers.items()}
     return PerRank(value)
 
 
-def set_rng_state(value: dict, tracker=None) -> None:
-    """Restore what `rng_state` saved (the loaded PerRank value)."""
+def set_rng_state(value: dict, tracker=None, trackers: dict | None = None) -> None:
+    """Restore what `rng_state` saved (the loaded PerRank value, or its dict); a tracker whose
+    state was not saved keeps its own."""
     if isinstance(value, PerRank):
         value = value.value
     torch.set_rng_state(value["cpu"])
@@ -154,6 +159,10 @@ def set_rng_state(value: dict, tracker=None) -> None:
         torch.cuda.set_rng_state(value["cuda"])
     if tracker is not None and "tracker" in value:
         tracker.set_states(value["tracker"])
+    for key, t in (trackers or {}).items():
+        saved = value.get("trackers", {}).get(key)
+        if saved is not None:
+            t.set_states(saved)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,10 @@ The update itself is torch's AdamW (fused where available, else foreach) over pe
 Frozen parameters (requires_grad=False, see megazoo.core.train.trainable) are left out of all of
 it: no gradient buffer, no main copy, no Adam state, no weight decay. They are only cast to the
 compute dtype once, here, and never written again, so they stay bit-equal through training.
+
+The optimizer owns its state and the gradient synchronisation: the trainer calls
+`finish_grad_sync()` after the backward passes and `step(lr)`; a checkpoint takes
+`sharded_state_dict()` and gives it back through `load_sharded_state_dict()`.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from megazoo.core.checkpoint.spec import Sharded, flat_param_spec, named_parameters
 from megazoo.core.optim.buffers import GradBuffers
 from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.parallel.pipeline.grads import finalize_grads
 
 
 @dataclass
@@ -74,6 +80,7 @@ class MixedPrecisionOptimizer:
     def __init__(self, chunks: list[nn.Module], ctx: ParallelContext, settings: AdamWSettings,
                  dtype: torch.dtype, scaler):
         self.ctx, self.settings, self.dtype, self.scaler = ctx, settings, dtype, scaler
+        self.chunks = chunks  # for the tied-embedding gradient sum and the checkpoint names
         seen, params = set(), []
         for chunk in chunks:
             for p in chunk.parameters():
@@ -139,6 +146,19 @@ class MixedPrecisionOptimizer:
     def zero_grad(self, num_micro_batches: int) -> None:
         self.buffers.start(num_micro_batches)
 
+    def close(self) -> None:
+        """Release the gradient hooks on the model's parameters (the run is over)."""
+        self.buffers.remove_hooks()
+
+    def finish_grad_sync(self) -> None:
+        """After the step's backward passes: complete the gradients. The order matters: the buckets
+        reduced during backward are waited for (the rest reduced now), then the tied embedding copies
+        are summed across the first and last pipeline stage, and only then is the late bucket (which
+        holds those copies) reduced over data parallelism."""
+        self.buffers.finish()
+        finalize_grads(self.chunks, self.ctx)
+        self.buffers.finish_late()
+
     @property
     def owned_grads(self) -> torch.Tensor:
         return self.buffers.grad_shard
@@ -164,8 +184,7 @@ class MixedPrecisionOptimizer:
         return math.sqrt(total.item())
 
     def step(self, lr: float) -> StepResult:
-        """Finish the gradient reduction, unscale, check for overflow, clip, update, publish."""
-        buf = self.buffers
+        """Unscale, check for overflow, clip, update, publish (after finish_grad_sync)."""
         grads = self.owned_grads
         scale = self.scaler.scale
         if scale != 1.0:
@@ -187,14 +206,22 @@ class MixedPrecisionOptimizer:
             for group in self.adam.param_groups:
                 group["lr"] = lr
             self.adam.step()
+        self._publish_params()
+        self.scaler.update(False)
+        return StepResult(False, norm, False)
+
+    @torch.no_grad()
+    def _publish_params(self) -> None:
+        """Make the model compute with the main weights: in a bf16/fp16 run this rank's slice of the
+        model takes the (rounded) fp32 main weights (an fp32 run updated the model in place); with
+        ZeRO-1 every rank then gathers the others' slices."""
+        buf = self.buffers
         if self.main_shard is not None:
             for b in buf.buckets:
                 a, e = buf.owned_range(b)
                 o = buf.shard_offset(b)
                 buf.param_data[a:e].copy_(self.main_shard[o:o + (e - a)])
         buf.all_gather_params()
-        self.scaler.update(False)
-        return StepResult(False, norm, False)
 
     # ----------------------------------------------------------------------------------------
     def state_bytes(self) -> dict[str, int]:
@@ -205,26 +232,59 @@ class MixedPrecisionOptimizer:
                     if torch.is_tensor(t) and t.dim() > 0)
         return {"main_params": main, "optimizer_state": state}
 
-    def state_dict(self) -> dict:
-        return {"adam": self.adam.state_dict() if self.adam is not None else None,
-                "main_shard": None if self.main_shard is None else self.main_shard.clone(),
-                "scaler": self.scaler.state_dict(),
-                "layout": {"numel": self.buffers.numel, "shards": self.buffers.shards,
-                           "shard_rank": self.buffers.shard_rank}}
+    # checkpoint state ----------------------------------------------------------------------
+    def _adam_state(self, fragment: Fragment) -> dict:
+        """The Adam state of a fragment, created as torch creates it lazily (zeros, step 0), so that a
+        state exists to save and to load into before the first step."""
+        state = self.adam.state[fragment.main]
+        if not state:
+            main = fragment.main
+            fused = bool(self.adam.defaults.get("fused"))
+            state["step"] = torch.tensor(0.0, dtype=torch.float32, device=main.device if fused else "cpu")
+            state["exp_avg"] = torch.zeros_like(main, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(main, memory_format=torch.preserve_format)
+        return state
 
-    def load_state_dict(self, state: dict) -> None:
-        mine = {"numel": self.buffers.numel, "shards": self.buffers.shards, "shard_rank": self.buffers.shard_rank}
-        if state["layout"] != mine:
-            raise ValueError(f"optimizer state was saved with layout {state['layout']}, this run has {mine}; "
-                             "resume with the same parallel layout and optim.distributed setting")
-        if self.adam is not None:
-            self.adam.load_state_dict(state["adam"])
-        if self.main_shard is not None:
-            self.main_shard.copy_(state["main_shard"])
-            buf = self.buffers
-            for b in buf.buckets:
-                a, e = buf.owned_range(b)
-                o = buf.shard_offset(b)
-                buf.param_data[a:e].copy_(self.main_shard[o:o + (e - a)])
-            buf.all_gather_params()
-        self.scaler.load_state_dict(state["scaler"])
+    def sharded_state_dict(self) -> dict:
+        """The optimizer part of a checkpoint state (see megazoo.core.checkpoint.spec): under each
+        stored parameter name, the Adam moments (`exp_avg`, `exp_avg_sq`) and, in bf16/fp16 runs, the
+        fp32 `main` weights of the part of the parameter this rank updates, as Sharded views (save
+        reads them, load fills them in place); `step` is the Adam step count. Trainable parameters
+        only: a frozen one has no entry (the model state holds it)."""
+        names = {id(p): name for name, p in named_parameters(self.chunks).items()}
+        exp_avg, exp_avg_sq, main = {}, {}, {}
+        steps = set()
+        for f in self.fragments:
+            name = names[id(f.param)]
+            spec = flat_param_spec(f.param, self.ctx, f.lo, f.hi)
+            state = self._adam_state(f)
+            steps.add(int(state["step"].item()))
+            exp_avg[name] = Sharded(state["exp_avg"], spec)
+            exp_avg_sq[name] = Sharded(state["exp_avg_sq"], spec)
+            if self.main_shard is not None:
+                main[name] = Sharded(f.main.detach(), spec)
+        if len(steps) > 1:  # every fragment takes every step together; anything else is a bug
+            raise RuntimeError(f"optimizer fragments disagree on the Adam step count: {sorted(steps)}")
+        out = {"exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq, "step": steps.pop() if steps else 0}
+        if main:
+            out["main"] = main
+        return out
+
+    @torch.no_grad()
+    def load_sharded_state_dict(self, state: dict) -> None:
+        """Take a loaded `sharded_state_dict()`: its tensors (a no-op when the checkpoint loader
+        filled this optimizer's own views), the Adam step, then the model's weights from the main
+        weights, as after a step."""
+        mine = self.sharded_state_dict()
+        for key in ("exp_avg", "exp_avg_sq", "main"):
+            for name, target in mine.get(key, {}).items():
+                source = state.get(key, {}).get(name)
+                if source is None:
+                    continue
+                s = source.tensor if isinstance(source, Sharded) else source
+                if s.data_ptr() != target.tensor.data_ptr():
+                    target.tensor.copy_(s)
+        step = float(int(state["step"]))
+        for f in self.fragments:
+            self._adam_state(f)["step"].fill_(step)
+        self._publish_params()

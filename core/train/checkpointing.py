@@ -24,10 +24,11 @@ from pathlib import Path
 
 import torch
 
-from megazoo.core.checkpoint import (AsyncCheckpointer, PerRank, Sharded, architecture, flat_param_spec,
-                                     load_checkpoint, model_state, named_parameters, resolve_resume,
-                                     save_checkpoint)
+from megazoo.core.checkpoint import (AsyncCheckpointer, PerRank, Sharded, architecture, load_checkpoint,
+                                     model_state, named_parameters, resolve_resume, rng_state, save_checkpoint,
+                                     set_rng_state)
 from megazoo.core.checkpoint.api import open_checkpoint
+from megazoo.core.fs import write_text_atomic
 from megazoo.core.checkpoint.storage import iter_name
 
 
@@ -48,52 +49,18 @@ def checkpoint_meta(trainer) -> dict:
                                          if trainer.cfg.task else {})}
 
 
-def _adam_state(trainer, fragment) -> dict:
-    """The Adam state of a fragment, created as torch creates it lazily (zeros, step 0), so that a
-    state exists to save and to load into before the first step."""
-    adam = trainer.optimizer.adam
-    state = adam.state[fragment.main]
-    if not state:
-        main = fragment.main
-        fused = bool(adam.defaults.get("fused"))
-        state["step"] = torch.tensor(0.0, dtype=torch.float32, device=main.device if fused else "cpu")
-        state["exp_avg"] = torch.zeros_like(main, memory_format=torch.preserve_format)
-        state["exp_avg_sq"] = torch.zeros_like(main, memory_format=torch.preserve_format)
-    return state
+def _rng_trackers(trainer) -> dict:
+    """The RNG trackers of the trainer's chunks, by chunk index (the stored key)."""
+    return {str(i): m.rng for i, m in enumerate(trainer.chunks) if getattr(m, "rng", None) is not None}
 
 
 def training_state(trainer) -> dict:
     """This rank's whole training state as a checkpoint state (tensors are views: save reads them,
     load fills them in place)."""
-    ctx, opt = trainer.ctx, trainer.optimizer
-    names = {id(p): name for name, p in named_parameters(trainer.chunks).items()}
-    exp_avg, exp_avg_sq, main = {}, {}, {}
-    steps = set()
-    for f in opt.fragments:
-        name = names[id(f.param)]
-        spec = flat_param_spec(f.param, ctx, f.lo, f.hi)
-        state = _adam_state(trainer, f)
-        steps.add(int(state["step"].item()))
-        exp_avg[name] = Sharded(state["exp_avg"], spec)
-        exp_avg_sq[name] = Sharded(state["exp_avg_sq"], spec)
-        if opt.main_shard is not None:
-            main[name] = Sharded(f.main.detach(), spec)
-    if len(steps) > 1:  # every fragment takes every step together; anything else is a bug
-        raise RuntimeError(f"optimizer fragments disagree on the Adam step count: {sorted(steps)}")
-    optimizer = {"exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq, "step": steps.pop() if steps else 0}
-    if main:
-        optimizer["main"] = main
-    rng = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        rng["cuda"] = torch.cuda.get_rng_state()
-    trackers = {str(i): {k: s.clone() for k, s in m.rng.states().items()}
-                for i, m in enumerate(trainer.chunks) if getattr(m, "rng", None) is not None}
-    if trackers:
-        rng["trackers"] = trackers
-    return {"model": model_state(trainer.chunks, ctx), "optimizer": optimizer,
+    return {"model": model_state(trainer.chunks, trainer.ctx), "optimizer": trainer.optimizer.sharded_state_dict(),
             "scheduler": trainer.schedule.state_dict(), "scaler": trainer.scaler.state_dict(),
             "step": trainer.step, "consumed_samples": trainer.consumed_samples, "skipped": trainer.skipped,
-            "losses": [float(x) for x in trainer.losses], "rng": PerRank(rng)}
+            "losses": [float(x) for x in trainer.losses], "rng": rng_state(trackers=_rng_trackers(trainer))}
 
 
 def _copy_tensors(target, source) -> None:
@@ -114,32 +81,18 @@ def _copy_tensors(target, source) -> None:
 
 @torch.no_grad()
 def apply_state(trainer, state: dict, restore_rng: bool = True) -> None:
-    """Make `state` (a loaded `training_state`) the trainer's: tensors, Adam step, low-precision
-    weights from the fp32 main weights, scaler, progress and, when asked, the RNG streams."""
-    _copy_tensors(training_state(trainer), state)
-    opt, buf = trainer.optimizer, trainer.optimizer.buffers
-    step = int(state["optimizer"]["step"])
-    for f in opt.fragments:
-        _adam_state(trainer, f)["step"].fill_(float(step))
-    if opt.main_shard is not None:  # the model computes with the rounded fp32 main weights
-        for b in buf.buckets:
-            a, e = buf.owned_range(b)
-            o = buf.shard_offset(b)
-            buf.param_data[a:e].copy_(opt.main_shard[o:o + (e - a)])
-    buf.all_gather_params()  # ZeRO-1: every rank's slices, as after a step
+    """Make `state` (a loaded `training_state`) the trainer's: model tensors, the optimizer's state
+    (which then refreshes the model's trained weights from its main weights), scaler, schedule,
+    progress and, when asked, the RNG streams."""
+    # the model first: the optimizer then overwrites its trained weights from the main weights
+    _copy_tensors({"model": model_state(trainer.chunks, trainer.ctx)}, state)
+    trainer.optimizer.load_sharded_state_dict(state["optimizer"])
     trainer.scaler.load_state_dict(state["scaler"])
     trainer.schedule.load_state_dict(state["scheduler"])
     trainer.step, trainer.consumed_samples = int(state["step"]), int(state["consumed_samples"])
     trainer.skipped, trainer.losses = int(state.get("skipped", 0)), [float(x) for x in state.get("losses", [])]
     if restore_rng:
-        rng = state["rng"].value if isinstance(state["rng"], PerRank) else state["rng"]
-        torch.set_rng_state(rng["cpu"])
-        if "cuda" in rng and torch.cuda.is_available():
-            torch.cuda.set_rng_state(rng["cuda"])
-        for i, m in enumerate(trainer.chunks):
-            saved = rng.get("trackers", {}).get(str(i))
-            if saved is not None and getattr(m, "rng", None) is not None:
-                m.rng.set_states(saved)
+        set_rng_state(state["rng"], trackers=_rng_trackers(trainer))
 
 
 def save(trainer, saver: AsyncCheckpointer | None = None) -> Path:
@@ -287,6 +240,4 @@ def trim_metrics(run_dir: Path, step: int) -> None:
             continue
         if isinstance(record, dict) and record.get("step", 0) <= step:
             kept.append(line)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in kept))
-    tmp.replace(path)
+    write_text_atomic(path, "".join(line + "\n" for line in kept))

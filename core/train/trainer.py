@@ -23,7 +23,7 @@ import torch.distributed as dist
 from megazoo.core.optim import AdamWSettings, ConstantScaler, DynamicScaler, LRSchedule, MixedPrecisionOptimizer
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.device import synchronize
-from megazoo.core.parallel.pipeline import finalize_grads, forward_backward
+from megazoo.core.parallel.pipeline import forward_backward
 from megazoo.core.train import checkpointing
 from megazoo.core.train.config import RunConfig
 from megazoo.core.train.errors import ConfigError
@@ -188,9 +188,7 @@ class Trainer:
         self.optimizer.zero_grad(len(micro_batches))
         loss_sum = forward_backward(self.chunks, micro_batches, ctx, loss_fn, forward_only=False,
                                     hidden_size=self.builder.hidden_size, dtype=self.dtype)
-        self.optimizer.buffers.finish()
-        finalize_grads(self.chunks, ctx)
-        self.optimizer.buffers.finish_late()
+        self.optimizer.finish_grad_sync()
         loss = self._global_loss(loss_sum) / scale
         step_number = self.step + 1
         if not math.isfinite(loss) and not self.scaler.dynamic:
@@ -332,7 +330,7 @@ class Trainer:
             if self.saver is not None:
                 self.saver.close()
         finally:
-            self.optimizer.buffers.remove_hooks()
+            self.optimizer.close()
 
 
 def train(cfg: RunConfig, ctx: ParallelContext | None = None) -> dict:

@@ -17,12 +17,14 @@ The trainer calls, once per optimizer step,
   `dtype` (send in the compute dtype).
 - returns the detached sum of loss_fn's values on the last stage (zero tensor elsewhere).
 - keyword extras: schedule ("auto": 1F1B, interleaved when vpp > 1; or "1f1b" | "interleaved" |
-  "gpipe"), stats (a dict the runner fills with measured in-flight micro-batches, saved bytes,
-  busy and wall time), overlap_p2p (default True: a batch's sends finish during the next forward
-  or backward instead of before it; False waits for them at once, as the benchmark compares).
+  "gpipe"), stats (a dict filled with measured in-flight micro-batches, saved bytes, busy and wall
+  time by meter.PipelineMeter, the runner's observer), overlap_p2p (default True: a batch's sends
+  finish during the next forward or backward instead of before it; False waits for them at once,
+  as the benchmark compares).
 
 After it, `finalize_grads(chunks, ctx)` sums the gradients of tied embedding copies across the
-first and last stage (the trainer then reduces over data parallelism), and
+first and last stage (in training, the optimizer's finish_grad_sync calls it between the
+data-parallel reductions), and
 `broadcast_from_last_stage(tensor, ctx)` / `share_metrics(dict, ctx)` give every rank the last
 stage's loss, grad norm and skip flags.
 """
@@ -33,6 +35,7 @@ import torch
 
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.pipeline.grads import broadcast_from_last_stage, finalize_grads, share_metrics
+from megazoo.core.parallel.pipeline.meter import PipelineMeter
 from megazoo.core.parallel.pipeline.no_pipelining import forward_backward_no_pipelining
 from megazoo.core.parallel.pipeline.p2p import PipelineCommError
 from megazoo.core.parallel.pipeline.runner import run_schedule
@@ -50,5 +53,6 @@ def forward_backward(chunks, micro_batches, ctx: ParallelContext, loss_fn, forwa
                      schedule: str = "auto", stats: dict | None = None, overlap_p2p: bool = True) -> torch.Tensor:
     if ctx.pp == 1:
         return forward_backward_no_pipelining(chunks, micro_batches, ctx, loss_fn, forward_only)
-    return run_schedule(chunks, micro_batches, ctx, loss_fn, forward_only, hidden_size, dtype, schedule, stats,
+    observer = PipelineMeter(chunks, stats) if stats is not None else None
+    return run_schedule(chunks, micro_batches, ctx, loss_fn, forward_only, hidden_size, dtype, schedule, observer,
                         overlap_p2p)

@@ -8,68 +8,21 @@ so its data is replaced by a one-element placeholder right after the send is iss
 with the next forward or backward and are waited for after the next exchange, so the storage of at
 most one sent batch lives on until then.
 
-With `stats` (a dict) the runner measures, rather than assumes, what is in flight: the peak number
-of micro-batches whose forward ran and whose backward has not, and the bytes autograd saved for
-them (distinct storages, parameters excluded), through torch.autograd.graph.saved_tensors_hooks.
+Measurements (micro-batches in flight, saved bytes, busy time) are an `observer`'s business
+(meter.py); the runner only says when each operation happens.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 
 import torch
-from torch.autograd.graph import saved_tensors_hooks
 
 from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.parallel.pipeline.meter import Observer
 from megazoo.core.parallel.pipeline.no_pipelining import EXTRA_INPUTS
 from megazoo.core.parallel.pipeline.p2p import exchange, wait_all
 from megazoo.core.parallel.pipeline.schedules import comm_plan, rank_table
-
-
-class _Meter:
-    """Saved-activation accounting per (chunk, micro-batch)."""
-
-    def __init__(self, chunks, stats: dict):
-        self.stats = stats
-        self.params = {p.untyped_storage().data_ptr() for ch in chunks for p in ch.parameters()}
-        self.live: dict[tuple, dict[int, int]] = {}
-        self.current: dict[int, int] | None = None
-        stats.update(peak_in_flight=0, peak_saved_bytes=0, max_microbatch_bytes=0, peak_output_bytes=0,
-                     busy_s=0.0, wall_s=0.0)
-
-    def pack(self, t):
-        if self.current is not None:
-            st = t.untyped_storage()
-            if st.data_ptr() not in self.params:
-                self.current[st.data_ptr()] = st.nbytes()
-        return t
-
-    @contextlib.contextmanager
-    def forward(self, key):
-        self.current = self.live.setdefault(key, {})
-        try:
-            with saved_tensors_hooks(self.pack, lambda t: t):
-                yield
-        finally:
-            self.current = None
-
-    def after_forward(self, stash, pending):
-        s = self.stats
-        s["peak_in_flight"] = max(s["peak_in_flight"], len(stash))
-        live = {}
-        for per_mb in self.live.values():
-            live.update(per_mb)
-        s["peak_saved_bytes"] = max(s["peak_saved_bytes"], sum(live.values()))
-        s["max_microbatch_bytes"] = max([s["max_microbatch_bytes"]] + [sum(v.values()) for v in self.live.values()])
-        # outputs still held: those not sent yet, and sent ones whose send has not completed
-        held = {o.untyped_storage().data_ptr(): o.untyped_storage().nbytes() for _, o in stash.values() if o is not None}
-        held.update({p.tensor.untyped_storage().data_ptr(): p.tensor.untyped_storage().nbytes() for p in pending
-                     if p.label[0] == "act"})
-        s["peak_output_bytes"] = max(s["peak_output_bytes"], sum(held.values()))
-
-    def after_backward(self, key):
-        self.live.pop(key, None)
 
 
 def _free_output(out: torch.Tensor) -> None:
@@ -82,7 +35,7 @@ def _free_output(out: torch.Tensor) -> None:
 
 def run_schedule(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_only: bool = False,
                  hidden_size: int | None = None, dtype: torch.dtype = torch.float32, kind: str = "auto",
-                 stats: dict | None = None, overlap_p2p: bool = True) -> torch.Tensor:
+                 observer: Observer | None = None, overlap_p2p: bool = True) -> torch.Tensor:
     pp, vpp, rank = ctx.pp, len(chunks), ctx.pp_rank
     if vpp != ctx.vpp:
         raise ValueError(f"this rank holds {vpp} model chunks but parallel.vpp={ctx.vpp}; build one chunk per "
@@ -99,13 +52,13 @@ def run_schedule(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_o
     table = rank_table(pp, rank, len(micro_batches), vpp, forward_only, kind)
     paired = (kind == "interleaved") or (kind == "auto" and vpp > 1)
     plan = comm_plan(table, pp, vpp, rank, paired)
-    meter = _Meter(chunks, stats) if stats is not None else None
+    watch = observer if observer is not None else Observer()
     total = torch.zeros((), dtype=torch.float32, device=ctx.device)
     received: dict[tuple, torch.Tensor] = {}  # ("act" | "grad", chunk, mb) -> tensor
     results: dict[tuple, torch.Tensor] = {}  # what a later batch sends
     stash: dict[tuple, tuple] = {}  # (chunk, mb) -> (input leaf or None, output or loss)
     pending = []  # the last batch's sends, in flight during the next forward or backward
-    t_start, busy = time.perf_counter(), 0.0
+    watch.begin(table)
 
     def shape(mb: int) -> tuple[int, int, int]:
         b, s = micro_batches[mb]["input_ids"].shape
@@ -129,47 +82,40 @@ def run_schedule(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_o
         if i == len(table):
             break
         kind_, c, m = table[i]
-        t0 = time.perf_counter()
-        vs = c * pp + rank
-        if kind_ == "F":
-            mb, chunk = micro_batches[m], chunks[c]
-            x = received.pop(("act", c, m), None)
-            if x is not None and not forward_only:
-                x.requires_grad_(True)
-            kw = {k: mb[k] for k in EXTRA_INPUTS if k in mb}
-            if vs == last_vs:
-                kw["labels"] = mb["labels"]
-            meter_ctx = meter.forward((c, m)) if meter is not None and not forward_only else contextlib.nullcontext()
-            with torch.set_grad_enabled(not forward_only), meter_ctx:
-                out = chunk(input_ids=mb["input_ids"], **kw) if vs == 0 else chunk(hidden_states=x, **kw)
+        with watch.op(kind_, c, m):
+            vs = c * pp + rank
+            if kind_ == "F":
+                mb, chunk = micro_batches[m], chunks[c]
+                x = received.pop(("act", c, m), None)
+                if x is not None and not forward_only:
+                    x.requires_grad_(True)
+                kw = {k: mb[k] for k in EXTRA_INPUTS if k in mb}
                 if vs == last_vs:
-                    out = loss_fn(out, mb)
-                    total += out.detach().float()
-            if vs != last_vs:
-                results[("act", c, m)] = out if out.dtype == dtype else out.to(dtype)
-            if not forward_only:
-                stash[(c, m)] = (x, out)
-                if meter is not None:
-                    meter.after_forward(stash, pending)
-        else:
-            x, out = stash.pop((c, m))
-            if vs == last_vs:
-                torch.autograd.backward(out)
+                    kw["labels"] = mb["labels"]
+                record = watch.on_forward((c, m)) if not forward_only else contextlib.nullcontext()
+                with torch.set_grad_enabled(not forward_only), record:
+                    out = chunk(input_ids=mb["input_ids"], **kw) if vs == 0 else chunk(hidden_states=x, **kw)
+                    if vs == last_vs:
+                        out = loss_fn(out, mb)
+                        total += out.detach().float()
+                if vs != last_vs:
+                    results[("act", c, m)] = out if out.dtype == dtype else out.to(dtype)
+                if not forward_only:
+                    stash[(c, m)] = (x, out)
+                    watch.after_forward(stash, pending)
             else:
-                grad = received.pop(("grad", c, m))
-                torch.autograd.backward(out, grad.to(out.dtype))
-            if vs != 0:
-                results[("grad", c, m)] = x.grad
-            if meter is not None:
-                meter.after_backward((c, m))
-        busy += time.perf_counter() - t0
+                x, out = stash.pop((c, m))
+                if vs == last_vs:
+                    torch.autograd.backward(out)
+                else:
+                    grad = received.pop(("grad", c, m))
+                    torch.autograd.backward(out, grad.to(out.dtype))
+                if vs != 0:
+                    results[("grad", c, m)] = x.grad
+                watch.after_backward((c, m))
     wait_all(pending, ctx)
     if received or results or stash:
         raise RuntimeError(f"pipeline schedule left work behind on stage {rank}: {sorted(received)} "
                            f"{sorted(results)} {sorted(stash)}")
-    if stats is not None:
-        stats.setdefault("peak_in_flight", 0)
-        stats["busy_s"] = busy
-        stats["wall_s"] = time.perf_counter() - t_start
-        stats["table"] = table
+    watch.end()
     return total
