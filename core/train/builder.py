@@ -37,6 +37,7 @@ class Builder:
     """Defaults for a builder (see the module docstring); subclasses give the model."""
 
     own_data = False  # True: the builder reads its own data (refuses data.synthetic)
+    whole_valid_split = False  # True: validation reads the whole (finite) split, not train.eval_iters batches
     tokenizer_extra_ids = 0  # sentinel tokens the tokenizer must add (T5)
 
     # the model ---------------------------------------------------------------------------------
@@ -101,6 +102,7 @@ class TaskBuilder(Builder):
     the task gives its data, objective and metrics."""
 
     own_data = True
+    whole_valid_split = True  # a task's metrics are over its whole validation split
 
     def __init__(self, model_builder: Builder, task: dict):
         self.model, self.task = model_builder, dict(task)

@@ -101,7 +101,8 @@ class Trainer:
         self.train_data = Batches(train_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate)
         self.valid_data = Batches(valid_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate)
         # a task's validation split is read whole (the last batch wraps around to fill it)
-        self.valid_iters = -(-len(valid_source) // t.global_batch) if finite(valid_source) else t.eval_iters
+        self.valid_iters = (-(-len(valid_source) // t.global_batch) if self.builder.whole_valid_split
+                            and finite(valid_source) else t.eval_iters)
         self.step = 0
         self.consumed_samples = 0
         self.consumed_tokens = 0  # real (unpadded-length) tokens; on resume: samples x seq_length
