@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "zoo": ("megazoo.zoo.cli_zoo", "list and show the named model cards"),
     "plan": ("megazoo.zoo.cli_plan", "memory and throughput planner for cluster-scale layouts"),
     "preprocess": ("megazoo.core.data.cli", "text/JSONL -> Megatron .bin/.idx"),
+    "tokenizer": ("megazoo.core.data.cli_tokenizer", "train a wordpiece, bpe or sentencepiece tokenizer on text files"),
+    "embed": ("megazoo.zoo.cli_embed", "sentence embeddings of a .txt/.jsonl file with an encoder checkpoint -> .npy"),
     "task": ("megazoo.tasks.cli", "run a research task's stage, e.g. `megazoo task race finetune RECIPE`"),
 }
 

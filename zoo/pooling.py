@@ -28,7 +28,8 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor | None, kind: str = 
     if attention_mask is None:
         return x.mean(dim=1)
     if attention_mask.shape != hidden.shape[:2]:
-        raise ValueError(f"attention_mask {tuple(attention_mask.shape)} does not match hidden {tuple(hidden.shape[:2])}")
+        raise ValueError(f"attention_mask {tuple(attention_mask.shape)} does not match hidden "
+                         f"{tuple(hidden.shape[:2])}")
     m = attention_mask.to(device=x.device, dtype=torch.float32).unsqueeze(-1)  # [b, s, 1]
     # clamp: an all-padding row gives zeros rather than NaN
     return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)

@@ -1,0 +1,204 @@
+"""Sentence embeddings from an encoder checkpoint (`megazoo embed`, and this API).
+
+    emb = Embedder("out/minilm")            # import-hf folder, HF BERT folder or training checkpoint
+    vecs = emb.encode(["a sentence", "another"], pooling="mean", normalize=True)   # float32 [N, h]
+
+BERT encoders pool their last hidden states (zoo/pooling.py: mean over the tokens, or the [CLS]
+vector); GPT/Llama decoders take the mean of their final-norm hidden states. Texts are tokenised
+once, sorted by length and batched so that a batch pads only to its own longest text (most
+batches then need no padding mask at all), and the vectors come back in the input order.
+The tokenizer is the checkpoint's own (its tokenizer/ folder, the HF folder, or the tokenizer a
+training run used), loaded offline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from megazoo.zoo.pooling import KINDS as POOLINGS
+from megazoo.zoo.pooling import pool
+
+ENCODERS = ("bert",)
+DECODERS = ("gpt", "llama")
+
+
+class EmbedError(ValueError):
+    """A checkpoint or request that cannot give embeddings; the message says what to do."""
+
+
+def _run_tokenizer(path: Path) -> Path | None:
+    """A training checkpoint's tokenizer given as a plain folder (data.tokenizer: DIR)."""
+    from megazoo.core.checkpoint import open_checkpoint
+
+    try:
+        _, record = open_checkpoint(path)
+    except Exception:  # not a training checkpoint: nothing to find here
+        return None
+    meta = record.get("meta") or {}
+    spec = meta.get("tokenizer") or (meta.get("data") or {}).get("tokenizer")
+    return Path(spec) if isinstance(spec, str) and Path(spec).is_dir() else None
+
+
+def _wrong_arch(path, arch: str) -> str:
+    return (f"{path}: holds a {arch!r} model; megazoo embed takes a BERT encoder (or a GPT/Llama decoder "
+            f"with mean pooling)")
+
+
+def _config_class(arch: str):
+    if arch in ENCODERS:
+        from megazoo.zoo.bert import BertConfig
+
+        return BertConfig
+    from megazoo.zoo.gpt import GPTConfig
+
+    return GPTConfig
+
+
+def read_checkpoint(path) -> tuple[str, object, dict[str, torch.Tensor], Path, int | None]:
+    """(arch, config, full state dict, tokenizer folder, max tokens the folder asks for) of an
+    import-hf folder, a Hugging Face folder or a training checkpoint."""
+    from megazoo.zoo.hf.models import config_from_dict
+    from megazoo.zoo.io import load_model, tokenizer_dir
+
+    path = Path(path)
+    if not path.is_dir():
+        raise EmbedError(f"{path}: no such checkpoint folder (give an `megazoo import-hf` folder, a Hugging Face "
+                         f"BERT folder or a training checkpoint)")
+    arch, cfg_dict, state = load_model(path, hf=True)
+    if arch not in ENCODERS + DECODERS:
+        raise EmbedError(_wrong_arch(path, arch))
+    known = {f.name for f in dataclasses.fields(_config_class(arch))}  # task checkpoints carry extra keys
+    cfg = config_from_dict(arch, {k: v for k, v in cfg_dict.items() if k in known})
+    tokenizer = tokenizer_dir(path) or _run_tokenizer(path)
+    if tokenizer is None:
+        raise EmbedError(f"{path}: no tokenizer found (expected a tokenizer/ folder, or a training run whose "
+                         f"data.tokenizer names one)")
+    # sentence-transformers folders say how many tokens the model was trained to embed
+    st_config = Path(tokenizer) / "sentence_bert_config.json"
+    max_len = json.loads(st_config.read_text()).get("max_seq_length") if st_config.is_file() else None
+    return arch, cfg, state, Path(tokenizer), max_len
+
+
+class Embedder:
+    """Loads a checkpoint once; `encode` turns texts into float32 vectors [N, hidden]."""
+
+    def __init__(self, checkpoint, max_length: int | None = None, device: str | torch.device | None = None,
+                 dtype: torch.dtype = torch.float32):
+        from megazoo.core.parallel.context import ParallelContext
+        from megazoo.core.parallel.device import pick_device
+
+        arch, cfg, state, tok_dir, st_max = read_checkpoint(checkpoint)
+        self.arch = arch
+        self.ctx = ParallelContext.single(torch.device(device) if device is not None else pick_device())
+        self.model, self.norm = self._build(arch, cfg, state, dtype)
+        self.hidden_size = cfg.hidden_size
+        limit = cfg.seq_length if arch in ENCODERS or cfg.position == "learned" else None
+        self.max_length = max_length or st_max or limit or 512
+        if limit is not None and self.max_length > limit:
+            raise EmbedError(f"max length {self.max_length} exceeds the model's {limit} positions")
+        self.tokenizer, self.pad_id = _load_tokenizer(tok_dir, self.max_length)
+
+    def _build(self, arch: str, cfg, state: dict, dtype: torch.dtype):
+        from megazoo.zoo.hf.models import build_model
+        from megazoo.zoo.hf.shard import load_full_state
+
+        kw = dict(dtype=dtype, device=self.ctx.device)
+        if arch in ENCODERS:
+            if "embed.weight" not in state and "bert.embed.weight" in state:  # a task model's encoder
+                state = {k[5:]: v for k, v in state.items() if k.startswith("bert.")}
+            # embeddings need the encoder only: the pretraining and task heads would cost time
+            drop = dict(add_lm_head=False, add_binary_head=False, add_pooler=False, task_head="none")
+            cfg = dataclasses.replace(cfg, **{k: v for k, v in drop.items() if hasattr(cfg, k)})
+            model = build_model(arch, cfg, self.ctx, **kw)
+            norm = None
+        else:
+            from megazoo.core.nn.norm import build_norm
+
+            # the stack without its LM head (a [tokens, vocab] product per batch), then the final norm
+            model = build_model(arch, cfg, self.ctx, pre_process=True, post_process=False, **kw)
+            norm = build_norm(cfg.norm, cfg.hidden_size, self.ctx, cfg.norm_eps, **kw)
+            norm.load_state_dict({k[len("final_norm."):]: v for k, v in state.items() if k.startswith("final_norm.")})
+            norm.eval()
+        with torch.no_grad():
+            load_full_state(model, state, self.ctx)
+        return model.eval(), norm
+
+    def _hidden(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        if self.norm is None:
+            return self.model(ids, attention_mask=mask).hidden
+        # causal: with right padding no real token attends to a pad, so no mask is needed
+        return self.norm(self.model(ids)).transpose(0, 1)
+
+    @torch.inference_mode()
+    def encode(self, texts: Sequence[str], batch: int = 32, pooling: str = "mean", normalize: bool = False,
+               progress: bool = False) -> np.ndarray:
+        """float32 [len(texts), hidden] in the order of `texts`."""
+        if pooling not in POOLINGS:
+            raise EmbedError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+        if pooling == "cls" and self.arch not in ENCODERS:
+            raise EmbedError(f"--pooling cls needs a bidirectional encoder; a {self.arch} decoder has no [CLS] "
+                             f"token: use --pooling mean")
+        if batch < 1:
+            raise EmbedError(f"batch size must be at least 1, got {batch}")
+        from tqdm import tqdm
+
+        encodings = _encode(self.tokenizer, list(texts))
+        empty = next((i for i, e in enumerate(encodings) if not e), None)
+        if empty is not None:
+            raise EmbedError(f"text {empty} has no tokens to embed (an empty text, and the tokenizer adds no "
+                             f"[CLS]/[SEP])")
+        out = np.empty((len(encodings), self.hidden_size), dtype=np.float32)
+        order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i]))  # longest first: OOM shows early
+        bar = tqdm(total=len(order), unit="text", file=sys.stderr, disable=not progress, desc="embed")
+        for start in range(0, len(order), batch):
+            rows = order[start:start + batch]
+            ids, mask = _pad([encodings[i] for i in rows], self.pad_id, self.ctx.device)
+            hidden = self._hidden(ids, mask)
+            vecs = pool(hidden, mask, pooling)
+            if normalize:
+                vecs = torch.nn.functional.normalize(vecs, p=2, dim=1)
+            out[rows] = vecs.cpu().numpy()
+            bar.update(len(rows))
+        bar.close()
+        return out
+
+
+def _load_tokenizer(folder: Path, max_length: int):
+    """The folder's Rust tokenizer, truncating to max_length (special tokens included)."""
+    from transformers import AutoTokenizer
+
+    try:
+        hf = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    except Exception as exc:
+        raise EmbedError(f"{folder}: transformers could not load its tokenizer ({exc})") from None
+    backend = getattr(hf, "backend_tokenizer", None)
+    if backend is None:
+        raise EmbedError(f"{folder}: has no fast tokenizer (tokenizer.json); megazoo embed needs one")
+    backend.no_padding()  # batches are padded here, each only to its own longest text
+    backend.enable_truncation(max_length)
+    return backend, hf.pad_token_id if hf.pad_token_id is not None else 0
+
+
+def _encode(tokenizer, texts: list[str]) -> list[list[int]]:
+    # encode_batch_fast skips character offsets (unused here); the Rust side runs in parallel
+    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+    return [e.ids for e in encode(texts, add_special_tokens=True)]
+
+
+def _pad(rows: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """ids [b, longest] and the mask (None when no row is padded: attention takes its fast path)."""
+    longest = max(len(r) for r in rows)
+    ids = np.full((len(rows), longest), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), longest), dtype=np.int64)
+    for i, r in enumerate(rows):
+        ids[i, :len(r)] = r
+        mask[i, :len(r)] = 1
+    padded = any(len(r) < longest for r in rows)
+    return torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device) if padded else None
