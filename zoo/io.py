@@ -144,7 +144,7 @@ def model_config(dir, hf: bool = False) -> tuple[str, dict]:
 def tokenizer_dir(dir) -> Path | None:
     """The tokenizer files of a checkpoint: its tokenizer/ folder, a Hugging Face folder itself
     when it holds tokenizer files, or for a training checkpoint the folder of the tokenizer it was
-    trained with (`gpt2`, `bert-wordpiece` or `hf:DIR`)."""
+    trained with (`gpt2`, `bert-wordpiece`, `hf:DIR` or a tokenizer folder)."""
     path = Path(dir) / "tokenizer"
     if path.is_dir() and any(path.iterdir()):
         return path
@@ -172,4 +172,6 @@ def tokenizer_dir(dir) -> Path | None:
         return bert_vocab_file().parent
     if isinstance(kind, str) and kind.startswith("hf:"):
         return Path(kind[3:])
+    if isinstance(kind, str) and Path(kind).is_dir():  # a folder `megazoo tokenizer train` wrote
+        return Path(kind)
     return None
