@@ -98,7 +98,11 @@ def _lower_is_better(task: str, key: str) -> bool:
 
 
 def headline(task: str, metrics: dict) -> tuple[str, float]:
+    """The task's headline metric: a registered evaluation's, or (for the zero-shot task of the same
+    name that a language model gets, e.g. RACE's `acc`) the zero-shot one."""
     key = _headline_key(task)
+    if key not in metrics:
+        key = HEADLINE.get(task, "acc")
     return key, float(metrics[key])
 
 

@@ -1,13 +1,15 @@
-"""`megazoo task ...` dispatch, the race stages' argument handling, and config errors."""
+"""`megazoo task ...` dispatch, the race stages' argument handling, the shipped recipe, and the
+one-line errors of finetune and evaluate (no training here: tests/test_race_finetune.py trains)."""
 
 from pathlib import Path
 
 import pytest
 
 from megazoo.cli import main as megazoo
-from megazoo.core.train.config import ConfigError
+from megazoo.core.train.config import ConfigError, RunConfig
 from megazoo.tasks.cli import available_tasks
-from megazoo.tasks.race.config import RaceConfig
+from megazoo.tasks.race.cli_finetune import load_race_recipe
+from tests.test_race_finetune import make_tiny_bert
 
 FIXTURE = Path(__file__).parent / "fixtures" / "race" / "RACE"
 
@@ -36,29 +38,54 @@ def test_generate_command(tmp_path, capsys):
 
 
 def test_recipe_defaults_are_megatrons():
-    cfg = RaceConfig.load("race")
+    cfg = RunConfig.load("race")
     t = cfg.train
-    assert (t.epochs, t.lr, t.warmup, t.weight_decay, t.micro_batch) == (3, 1e-5, 0.06, 0.1, 4)
-    assert (cfg.data.max_seq_length, cfg.data.max_qa_length) == (512, 128)
-    assert RaceConfig.load("race", ["train.lr=1e-4"]).train.lr == 1e-4
+    assert cfg.task["name"] == "race"
+    assert (t.epochs, t.lr, t.warmup_fraction, t.weight_decay, t.decay) == (3, 1e-5, 0.06, 0.1, "linear")
+    assert t.micro_batch == 4
+    assert (cfg.task["max_seq_length"], cfg.task["max_qa_length"]) == (512, 128)
+    assert cfg.checkpoint.best_metric == "accuracy"
 
 
-def test_config_errors():
-    with pytest.raises(ConfigError, match="did you mean `train.epochs`"):
-        RaceConfig.load("race", ["train.epochz=2"])
-    with pytest.raises(ConfigError, match="train.micro_batch must be int"):
-        RaceConfig.load("race", ["train.micro_batch=two"])
-    cfg = RaceConfig.load("race", ["parallel.tp=2"])
-    with pytest.raises(ConfigError, match="parallel.tp=2 must be >= 1 and divide the number of ranks \\(3\\)"):
-        cfg.validate(3)
-    cfg = RaceConfig.load("race", ["train.global_batch=6"])
-    with pytest.raises(ConfigError, match="multiple of train.micro_batch x dp = 4 x 1"):
-        cfg.validate(1)
+def test_finetune_takes_race_recipes_only(tmp_path, capsys):
+    # a recipe without a task becomes a RACE one (here: a GPT recipe, which RACE's builder refuses)
+    assert load_race_recipe("gpt-tiny").task == {"name": "race"}
+    assert megazoo(["task", "race", "finetune", "gpt-tiny"]) == 2
+    assert "task race fine-tunes a BERT encoder, got model.arch='gpt'" in capsys.readouterr().err
+    other = tmp_path / "squad.yaml"
+    other.write_text("task:\n  name: squad\nmodel:\n  arch: bert\n")
+    with pytest.raises(ConfigError, match="task.name is 'squad', this stage fine-tunes RACE"):
+        load_race_recipe(str(other))
+    assert megazoo(["task", "race", "finetune", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("megazoo task race finetune: error:") and "squad" in err and "Traceback" not in err
 
 
-def test_finetune_command_fails_early_on_bad_input(tmp_path, capsys):
-    code = megazoo(["task", "race", "finetune", "race", "--set", "train.lr=fast"])
-    assert code == 2 and "train.lr must be float" in capsys.readouterr().err
-    code = megazoo(["task", "race", "finetune", "race", "--set", f"model.init={tmp_path / 'nothing'}",
-                    f"data.path={FIXTURE}"])
-    assert code == 1 and "no such checkpoint or Hugging Face folder" in capsys.readouterr().err
+def test_finetune_fails_early_on_bad_input(tmp_path, capsys):
+    assert megazoo(["task", "race", "finetune", "race", "--set", "train.lr=fast"]) == 2
+    assert "train.lr must be float" in capsys.readouterr().err
+    assert megazoo(["task", "race", "finetune", "race", "--set", f"train.init_from={tmp_path / 'nothing'}",
+                    f"data.path={FIXTURE}"]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    bert = make_tiny_bert(tmp_path / "bert")
+    assert megazoo(["task", "race", "finetune", "race", "--set", f"train.init_from={bert}",
+                    "task.max_seq_lenght=64"]) == 2
+    assert "did you mean `task.max_seq_length`" in capsys.readouterr().err
+    assert megazoo(["task", "race", "finetune", "race", "--set", f"train.init_from={bert}", "parallel.tp=3"]) == 2
+    assert "not divisible by tp x pp = 3 x 1" in capsys.readouterr().err
+
+
+def test_evaluate_errors_are_one_line(tmp_path, capsys):
+    bert = make_tiny_bert(tmp_path / "bert")  # a training checkpoint, but of no task
+
+    def evaluate(*args: str) -> str:
+        assert megazoo(["task", "race", "evaluate", "--out", str(tmp_path / "out.json"), *args]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("megazoo task race evaluate: error:") and err.count("\n") == 1, err
+        return err
+
+    assert "not a RACE checkpoint (its task is None)" in evaluate("--data", str(FIXTURE), "--checkpoint", bert)
+    assert "no such RACE folder" in evaluate("--data", str(tmp_path / "nope"), "--checkpoint", bert)
+    assert "does not exist" in evaluate("--data", str(FIXTURE), "--checkpoint", str(tmp_path / "nothing"))
+    assert "no complete checkpoint" in evaluate("--data", str(FIXTURE), "--checkpoint", str(tmp_path))
+    assert not (tmp_path / "out.json").exists()

@@ -1,11 +1,14 @@
-"""RACE accuracy per level, predictions files and the softmax-averaging ensemble (known numbers)."""
+"""RACE accuracy per level, the evaluate stage's two files (metrics, predictions) and the
+softmax-averaging ensemble (known numbers)."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 
-from megazoo.tasks.race.evaluate import ensemble, predictions_record, race_accuracy, read_predictions, write_json_atomic
+from megazoo.tasks.race.evaluate import (ensemble, predictions_path, predictions_record, race_accuracy,
+                                        read_predictions, write_evaluation, write_json_atomic)
 
 
 def test_accuracy_overall_and_per_level():
@@ -52,3 +55,25 @@ def test_ensemble_refuses_mismatched_files(tmp_path):
         read_predictions(tmp_path / "d.json")
     with pytest.raises(FileNotFoundError, match="no such predictions file"):
         read_predictions(tmp_path / "missing.json")
+
+
+def test_two_files_and_an_ensemble_of_their_summaries(tmp_path):
+    assert predictions_path("out/test.json") == Path("out/test.predictions.json")
+    assert predictions_path("out/test") == Path("out/test.predictions.json")
+    for name, probs in (("a", [[0.6, 0.4, 0, 0], [0.1, 0.2, 0.3, 0.4], [0, 0, 0.45, 0.55]]),
+                        ("b", [[0, 0.7, 0.1, 0.2], [0.1, 0.6, 0.3, 0], [0, 0, 0.7, 0.3]])):
+        record = predictions_record(["m/1#0", "h/1#0", "h/2#0"], ["middle", "high", "high"], [0, 1, 2],
+                                    torch.tensor(probs), data="RACE", split="test", checkpoint=f"{name}/iter_1")
+        write_evaluation(tmp_path / f"{name}.json", record)
+    summary = json.loads((tmp_path / "a.json").read_text())
+    metrics = {"accuracy": 1 / 3, "accuracy_middle": 1.0, "accuracy_high": 0.0}
+    assert summary == {"task": "race", "n": 3, "metrics": metrics,
+                       "counts": {"overall": 3, "middle": 1, "high": 2}, "data": "RACE", "split": "test",
+                       "checkpoint": "a/iter_1", "predictions": "a.predictions.json"}
+    assert read_predictions(tmp_path / "a.json") == read_predictions(tmp_path / "a.predictions.json")
+    e = ensemble([tmp_path / "a.json", tmp_path / "b.predictions.json"])
+    assert e["accuracy"] == {"overall": 2 / 3, "middle": 0.0, "high": 1.0}
+    assert not list(tmp_path.glob("*.tmp"))  # written atomically
+    (tmp_path / "a.predictions.json").unlink()
+    with pytest.raises(FileNotFoundError, match="a.json: a summary whose predictions file .* is missing"):
+        read_predictions(tmp_path / "a.json")

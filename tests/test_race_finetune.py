@@ -1,7 +1,12 @@
-"""RACE fine-tuning with a tiny random BERT: TP=2 and DP=2 give the TP=1 losses (fp32, 1e-5), and
-the checkpoint chain (save, evaluate, ensemble) works through the command line."""
+"""RACE on the core trainer with a tiny random BERT: `megazoo task race finetune` in one process,
+tp2 x pp2 equal to it (fp32, 1e-5) and running in bf16 (one 4-rank spawn), a resumed run equal to
+an uninterrupted one, the trainer's metrics lines, and the evaluate / ensemble stages (their two
+files, and predictions that give the in-training validation of the same checkpoint)."""
 
 import json
+import math
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -9,7 +14,9 @@ import torch
 
 from megazoo.cli import main as megazoo
 from megazoo.core.parallel.launch import spawn
-from megazoo.tasks.race.config import RaceConfig
+
+# MFU needs a peak; measuring it costs a second per run, which tests do not need
+os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")
 
 FIXTURE = Path(__file__).parent / "fixtures" / "race" / "RACE"
 TOL = 1e-5
@@ -27,83 +34,137 @@ def make_tiny_bert(path: Path) -> str:
     return str(path)
 
 
-def finetune(init: str, run_dir: str, tp: int = 1, head_dropout: float = 0.1):
-    """Dropout in the head draws from the stream every tp rank shares, so TP=2 matches TP=1 with it
-    on; data-parallel ranks mask different questions, so DP parity is checked with it off."""
-    from megazoo.tasks.race.run import run_finetune
-
-    cfg = RaceConfig.load("race", [f"model.init={init}", f"data.path={FIXTURE}", "data.max_seq_length=96",
-                                   "data.max_qa_length=32", "model.dropout=0.0", "train.epochs=2",
-                                   "train.micro_batch=1", "train.global_batch=2", "train.lr=1e-3",
-                                   "train.warmup=0.25", f"parallel.tp={tp}", f"log.dir={run_dir}",
-                                   f"model.head_dropout={head_dropout}"])
-    summary = run_finetune(cfg, echo=False)
-    return summary["losses"], summary["valid"], summary["checkpoint"]
+def overrides(run_dir, init, *extra: str) -> list[str]:
+    """4 steps (2 epochs of the fixture's 4 training questions, 2 micro-batches of 1 question),
+    validation and a checkpoint every 2 steps. No dropout: the runs of every layout then agree."""
+    return [f"train.init_from={init}", f"data.path={FIXTURE}", "task.max_seq_length=64", "task.max_qa_length=24",
+            "train.epochs=2", "train.micro_batch=1", "train.global_batch=2", "train.lr=1e-3", "train.log_interval=1",
+            "train.eval_interval=2", "model.dropout=0.0", "model.attention_dropout=0.0", "log.progress=false",
+            "log.plot=false", "checkpoint.interval=2", "checkpoint.keep=2", f"log.dir={run_dir}", *extra]
 
 
-def two_rank_cases(init: str, root: str):
-    return {"tp2": finetune(init, f"{root}/tp2", tp=2), "dp2": finetune(init, f"{root}/dp2", tp=1, head_dropout=0.0)}
+def metrics(run_dir) -> list[dict]:
+    return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+
+
+def losses(run_dir) -> list[float]:
+    return [r["loss"] for r in metrics(run_dir) if r.get("split") != "valid"]
+
+
+def final_valid(run_dir) -> dict:
+    return [r for r in metrics(run_dir) if r.get("split") == "valid"][-1]
+
+
+def finetune(run_dir, init, *extra: str) -> None:
+    assert megazoo(["task", "race", "finetune", "race", "--set", *overrides(run_dir, init, *extra)]) == 0
+
+
+def four_rank_runs(init: str, root: str) -> dict:
+    """Rank function: the fp32 and bf16 runs at tp2 x pp2 (the recipe loaded as the stage loads it)."""
+    from megazoo.core.train.trainer import train
+    from megazoo.tasks.race.cli_finetune import load_race_recipe
+
+    out = {}
+    for name, extra in (("fp32", []), ("bf16", ["precision.dtype=bf16"])):
+        cfg = load_race_recipe("race", overrides(f"{root}/{name}", init, "parallel.tp=2", "parallel.pp=2", *extra))
+        summary = train(cfg)
+        out[name] = {"losses": summary["losses"], "valid": summary["valid"]}
+    return out
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("race")
     init = make_tiny_bert(root / "tiny")
-    single = finetune(init, str(root / "tp1"))
-    single_no_dropout = finetune(init, str(root / "tp1-nodrop"), head_dropout=0.0)
-    multi = spawn(two_rank_cases, 2, init, str(root), timeout=300)
-    return root, single, multi, single_no_dropout
+    finetune(root / "single", init)
+    multi = spawn(four_rank_runs, 4, init, str(root), timeout=400)
+    return root, init, multi
 
 
-def test_tp2_and_dp2_match_tp1(runs):
-    _, single, multi, single_no_dropout = runs
-    reference = {"tp2": single, "dp2": single_no_dropout}
-    for losses, _, _ in reference.values():
-        assert len(losses) == 4 and all(torch.isfinite(torch.tensor(losses)))
-        assert losses[-1] != losses[0]  # it trains
-    assert single[0] != single_no_dropout[0]  # the head dropout is really on
+def test_tp2_pp2_matches_one_process_and_bf16_runs(runs):
+    root, _, multi = runs
+    ref, ref_valid = losses(root / "single"), final_valid(root / "single")
+    assert len(ref) == 4 and ref[-1] != ref[0]  # it trains
     for rank, per_rank in enumerate(multi):
-        for layout, (got, got_valid, _) in per_rank.items():
-            losses, valid, _ = reference[layout]
-            diff = max(abs(a - b) for a, b in zip(got, losses))
-            assert len(got) == len(losses) and diff <= TOL, f"{layout} rank {rank}: losses differ by {diff:.2e}"
-            assert abs(got_valid["loss"] - valid["loss"]) <= TOL
-            assert got_valid["accuracy"] == valid["accuracy"]
+        got = per_rank["fp32"]
+        diff = max(abs(a - b) for a, b in zip(got["losses"], ref))
+        assert len(got["losses"]) == 4 and diff <= TOL, f"rank {rank}: losses differ by {diff:.2e}"
+        assert abs(got["valid"]["loss"] - ref_valid["loss"]) <= TOL
+        for key in ("accuracy", "accuracy_middle", "accuracy_high"):
+            assert got["valid"][key] == ref_valid[key], key
+        bf16 = per_rank["bf16"]
+        assert len(bf16["losses"]) == 4 and all(math.isfinite(x) for x in bf16["losses"])
+        assert math.isfinite(bf16["valid"]["loss"]) and 0 <= bf16["valid"]["accuracy"] <= 1
+    assert "bf16" in (root / "bf16" / "config.yaml").read_text()
 
 
-def test_checkpoints_hold_the_whole_model(runs):
-    """Weights are compared through their predictions (below): Adam turns float noise in near-zero
-    gradients (the head bias gets exactly zero: softmax ignores a shift) into lr-sized steps."""
+def test_metrics_lines_and_checkpoints(runs):
     from megazoo.core.checkpoint import load_full_model_state
 
-    root, (_, _, ckpt1), multi, _ = runs
-    info, ref = load_full_model_state(ckpt1)
-    _, tp2 = load_full_model_state(multi[0]["tp2"][2])
-    _, init = load_full_model_state(root / "tiny")
-    assert info["meta"]["task"] == "race" and info["meta"]["max_seq_length"] == 96
-    assert {k: v.shape for k, v in ref.items()} == {k: v.shape for k, v in tp2.items()}
-    assert "head_weight" in ref and not any(k.startswith(("bert.lm_", "bert.binary")) for k in ref)
-    assert not torch.equal(ref["bert.layers.0.attn.qkv.weight"], init["layers.0.attn.qkv.weight"])
+    root, _, _ = runs
+    lines = metrics(root / "single")
+    train_lines = [r for r in lines if r.get("split") != "valid"]
+    assert [r["step"] for r in train_lines] == [1, 2, 3, 4]
+    assert all(r["tokens_per_s"] > 0 and r["mfu"] > 0 and "consumed_tokens" in r for r in train_lines)
+    valid = [r for r in lines if r.get("split") == "valid"]
+    assert [r["step"] for r in valid] == [2, 4]
+    assert all({"loss", "accuracy", "accuracy_middle", "accuracy_high"} <= set(r) for r in valid)
+    ckpts = root / "single" / "checkpoints"
+    assert sorted(p.name for p in ckpts.glob("iter_*")) == ["iter_0000002", "iter_0000004"]
+    best = json.loads((ckpts / "best" / "best.json").read_text())
+    assert best["metric"] == "accuracy" and best["value"] == max(r["accuracy"] for r in valid)
+    info, state = load_full_model_state(ckpts)
+    assert info["meta"]["task"]["name"] == "race" and info["meta"]["task"]["max_seq_length"] == 64
+    assert "task_head.classifier.weight" in state and not any(k.startswith(("lm_", "binary_head")) for k in state)
 
 
-def test_evaluate_and_ensemble_commands(runs, capsys):
-    root, (_, _, ckpt1), multi, _ = runs
-    a, b = root / "pred_tp1.json", root / "pred_tp2.json"
-    assert megazoo(["task", "race", "evaluate", "--data", str(FIXTURE), "--checkpoint", ckpt1, "--out", str(a)]) == 0
-    assert megazoo(["task", "race", "evaluate", "--data", str(FIXTURE), "--checkpoint", multi[0]["tp2"][2],
-                    "--out", str(b)]) == 0
-    out = capsys.readouterr().out
-    assert "accuracy: overall" in out and "middle" in out and "high" in out
-    pa, pb = json.loads(a.read_text()), json.loads(b.read_text())
-    assert pa["counts"] == {"overall": 4, "middle": 2, "high": 2}
-    for ra, rb in zip(pa["predictions"], pb["predictions"]):
-        assert ra["uid"] == rb["uid"] and max(abs(x - y) for x, y in zip(ra["probs"], rb["probs"])) < 1e-5
-    ens = root / "ensemble.json"
-    assert megazoo(["task", "race", "ensemble", str(a), str(b), "--out", str(ens)]) == 0
-    e = json.loads(ens.read_text())
-    avg = [(x + y) / 2 for x, y in zip(pa["predictions"][0]["probs"], pb["predictions"][0]["probs"])]
-    assert e["predictions"][0]["probs"] == pytest.approx(avg, abs=1e-12)
+def test_a_resumed_run_equals_an_uninterrupted_one(runs, capsys):
+    """A copy of the run as a crash after its step-2 checkpoint leaves it, run again: it resumes
+    there (checkpoint.resume=auto), and its steps 3 and 4 are the uninterrupted run's."""
+    root, init, _ = runs
+    run = root / "resumed"
+    shutil.copytree(root / "single", run)
+    shutil.rmtree(run / "checkpoints" / "iter_0000004")
+    capsys.readouterr()
+    finetune(run, init)
+    assert "resumed from" in capsys.readouterr().err
+    assert [r["step"] for r in metrics(run) if r.get("split") != "valid"] == [1, 2, 3, 4]
+    assert losses(run) == pytest.approx(losses(root / "single"), abs=1e-6)
+    assert final_valid(run)["loss"] == pytest.approx(final_valid(root / "single")["loss"], abs=1e-6)
+
+
+def test_evaluate_gives_the_in_training_validation_and_ensembles(runs, capsys):
+    root, _, _ = runs
+    out = root / "eval"
+    a = out / "single.json"
+    assert megazoo(["task", "race", "evaluate", "--data", str(FIXTURE), "--split", "dev", "--checkpoint",
+                    str(root / "single" / "checkpoints"), "--out", str(a)]) == 0
+    summary = json.loads(a.read_text())
+    assert summary["task"] == "race" and summary["split"] == "dev" and summary["n"] == 2
+    assert summary["checkpoint"].endswith("iter_0000004") and summary["predictions"] == "single.predictions.json"
+    valid = final_valid(root / "single")  # step 4: the weights of iter_0000004, on the whole dev split
+    assert summary["metrics"] == {k: valid[k] for k in ("accuracy", "accuracy_middle", "accuracy_high")}
+    preds = json.loads((out / "single.predictions.json").read_text())["predictions"]
+    loss = sum(-math.log(r["probs"][r["label"]]) for r in preds) / len(preds)
+    assert abs(loss - valid["loss"]) <= TOL  # the same probabilities as the trainer's validation
+    # the tp2 x pp2 run's best checkpoint, and the ensemble of the two (either file of a pair)
+    b = out / "tp2pp2-best.json"
+    best = json.loads((root / "fp32" / "checkpoints" / "best" / "best.json").read_text())
+    assert megazoo(["task", "race", "evaluate", "--data", str(FIXTURE), "--split", "dev", "--checkpoint",
+                    str(root / "fp32" / "checkpoints" / "best"), "--out", str(b)]) == 0
+    assert json.loads(b.read_text())["step"] == best["step"]
+    assert "accuracy: overall" in capsys.readouterr().out
+    ens = out / "ensemble.json"
+    assert megazoo(["task", "race", "ensemble", str(a), str(out / "tp2pp2-best.predictions.json"),
+                    "--out", str(ens)]) == 0
     assert "ensemble of 2: accuracy: overall" in capsys.readouterr().out
-    # a checkpoint that is not a RACE model is refused with a clear message
-    assert megazoo(["task", "race", "evaluate", "--data", str(FIXTURE), "--checkpoint", str(root / "tiny")]) == 1
-    assert "not a RACE checkpoint" in capsys.readouterr().err
+    e = json.loads(ens.read_text())
+    assert e["n"] == 2 and set(e["metrics"]) == {"accuracy", "accuracy_middle", "accuracy_high"}
+    members = [json.loads((out / f"{n}.predictions.json").read_text())["predictions"]
+               for n in ("single", "tp2pp2-best")]
+    rows = json.loads((out / "ensemble.predictions.json").read_text())["predictions"]
+    for i, row in enumerate(rows):
+        avg = [(x + y) / 2 for x, y in zip(members[0][i]["probs"], members[1][i]["probs"])]
+        assert row["probs"] == pytest.approx(avg, abs=1e-12)
+    sums = torch.tensor([r["probs"] for r in rows], dtype=torch.float64).sum(-1)
+    assert torch.allclose(sums, torch.ones_like(sums))

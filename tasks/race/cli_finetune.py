@@ -1,13 +1,15 @@
-"""`megazoo task race finetune RECIPE [--set k=v ...] [--nproc N]`.
+"""`megazoo task race finetune RECIPE [--set k=v ...] [--nproc N]`: `megazoo train RECIPE` for RACE.
 
-The config is loaded and checked in this process, so a wrong key or layout fails before any rank
-starts; `--nproc N` then starts N local ranks with torch.distributed's elastic launcher
-(`torchrun -m megazoo task race finetune ...` works as well).
+The run is the core trainer's (every layout, precision, resume, logging and MFU feature of
+`megazoo train`); this stage only makes sure the recipe is a RACE one: a recipe without a task
+becomes `task.name: race`, a recipe of another task is refused before any rank starts.
 """
 
 from __future__ import annotations
 
 import argparse
+
+PROG = "megazoo task race finetune"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,23 +18,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_recipe_arguments(parser, "a YAML recipe path or a shipped recipe name (race)", "train.epochs=1 parallel.tp=2")
 
 
+def load_race_recipe(recipe, overrides=None):
+    """RunConfig.load, then task.name checked (set to race when the recipe names no task)."""
+    from megazoo.core.train.config import ConfigError, RunConfig
+
+    cfg = RunConfig.load(recipe, overrides)
+    name = cfg.task.get("name")
+    if name is None:
+        cfg.task["name"] = "race"
+    elif name != "race":
+        raise ConfigError(f"the recipe's task.name is {name!r}, this stage fine-tunes RACE (task.name: race); run "
+                          f"it with `megazoo train {recipe}`")
+    return cfg
+
+
 def run(args) -> int:
     from megazoo.core.train.cli import run_recipe_command
-    from megazoo.tasks.race.config import RaceConfig
 
-    return run_recipe_command(args, "megazoo task race finetune", RaceConfig.load, _run_here)
+    return run_recipe_command(args, PROG, load_race_recipe, _run_here)
 
 
-def _run_here(cfg_dict: dict) -> int:
+def _run_here(cfg) -> int:
+    """The train command's body under this stage's name: in a single process `cfg` is the
+    validated RunConfig, on a launched rank its dict."""
     from megazoo.core.train.cli import run_in_rank
-    from megazoo.tasks.race.config import RaceConfig
-    from megazoo.tasks.race.run import run_finetune
+    from megazoo.core.train.config import RunConfig
+    from megazoo.core.train.trainer import TrainingStopped, train
 
-    def body(rank: int) -> None:
-        summary = run_finetune(RaceConfig.from_dict(cfg_dict))
-        if rank == 0:
-            print(f"[race] done: {summary['steps']} steps in {summary['elapsed_s']:.1f}s; checkpoint "
-                  f"{summary['checkpoint']}", flush=True)
-
-    # ValueError covers ReaderError, ConfigError and layout errors
-    return run_in_rank("megazoo task race finetune", body)
+    if not isinstance(cfg, RunConfig):
+        cfg = RunConfig.from_dict(cfg)
+    return run_in_rank(PROG, lambda rank: train(cfg), (TrainingStopped, ValueError, FileNotFoundError))

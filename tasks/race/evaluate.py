@@ -1,10 +1,14 @@
 """RACE accuracy (overall, middle, high), predictions files and the ensemble of several of them.
 
-A predictions file is JSON:
-  {"task": "race", "data": ..., "split": ..., "checkpoint": ..., "accuracy": {"overall", "middle",
-   "high"}, "counts": {...}, "predictions": [{"uid", "level", "label", "prediction", "probs": [4]}]}
-`probs` is the softmax over the 4 options. The ensemble averages the softmaxes of several files
-question by question (Megatron's ensemble_classifier) and takes the argmax.
+`evaluate --out FILE.json` (and `ensemble --out FILE.json`) write two files (DESIGN.md 3.5):
+  FILE.json              {"task": "race", "n", "metrics": {"accuracy", "accuracy_middle",
+                          "accuracy_high"}, "counts", "data", "split", "checkpoint", "predictions": NAME}
+  FILE.predictions.json  {"task": "race", "data", "split", "checkpoint", "accuracy": {"overall",
+                          "middle", "high"}, "counts", "predictions": [{"uid", "level", "label",
+                          "prediction", "probs": [4]}]}
+`probs` is the softmax over the 4 options. The ensemble averages the softmaxes of several
+predictions files question by question (Megatron's ensemble_classifier) and takes the argmax; it
+takes either file of a pair (a summary leads to the predictions file beside it).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Sequence
 
 import torch
 
+from megazoo.core.fs import write_json_atomic as _write_json
 from megazoo.eval.metrics import accuracy
 from megazoo.tasks.race.data import LEVELS, NUM_CHOICES
 
@@ -44,21 +49,57 @@ def predictions_record(uids, levels, labels, probs: torch.Tensor, **meta) -> dic
 
 
 def write_json_atomic(path: str | os.PathLike, obj: dict) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    _write_json(path, obj)
+
+
+def predictions_path(out: str | os.PathLike) -> Path:
+    """FILE.json -> FILE.predictions.json (the predictions beside a summary)."""
+    out = Path(out)
+    stem = out.name[:-len(".json")] if out.name.endswith(".json") else out.name
+    return out.with_name(stem + ".predictions.json")
+
+
+def summary_record(record: dict, predictions_file: str | os.PathLike | None = None) -> dict:
+    """The summary of a predictions record: the metric names of the task's issue, with n."""
+    acc = record["accuracy"]
+    out = {"task": "race", "n": record["counts"]["overall"],
+           "metrics": {"accuracy": acc["overall"], "accuracy_middle": acc["middle"], "accuracy_high": acc["high"]},
+           "counts": record["counts"]}
+    out.update({k: v for k, v in record.items() if k not in ("task", "accuracy", "counts", "predictions")})
+    if predictions_file is not None:
+        out["predictions"] = Path(predictions_file).name
+    return out
+
+
+def write_evaluation(out: str | os.PathLike, record: dict) -> tuple[Path, Path]:
+    """Write FILE.predictions.json, then the summary FILE.json (each atomically; the summary
+    last, so a summary always has its complete predictions beside it)."""
+    pred = predictions_path(out)
+    write_json_atomic(pred, record)
+    write_json_atomic(out, summary_record(record, pred))
+    return Path(out), pred
+
+
+def _load_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not a JSON predictions file ({err})") from None
 
 
 def read_predictions(path: str | os.PathLike) -> dict:
+    """A predictions file, or the summary FILE.json of one (its FILE.predictions.json is read)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such predictions file (write one with `megazoo task race evaluate --out`)")
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not a JSON predictions file ({err})") from None
+    obj = _load_json(path)
+    if isinstance(obj, dict) and "metrics" in obj and not isinstance(obj.get("predictions"), list):
+        name = obj.get("predictions")
+        beside = path.with_name(name) if isinstance(name, str) else predictions_path(path)
+        if not beside.is_file():
+            raise FileNotFoundError(f"{path}: a summary whose predictions file {beside} is missing")
+        path, obj = beside, _load_json(beside)
     rows = obj.get("predictions") if isinstance(obj, dict) else None
     if not isinstance(rows, list) or not rows:
         raise ValueError(f"{path}: no 'predictions' list; expected the output of `megazoo task race evaluate --out`")
@@ -70,7 +111,8 @@ def read_predictions(path: str | os.PathLike) -> dict:
 
 
 def ensemble(paths: Sequence[str | os.PathLike]) -> dict:
-    """Average the softmaxes of several predictions files over the same questions."""
+    """Average the softmaxes of several predictions files (or their summaries) over the same
+    questions; returns the ensemble's predictions record."""
     if len(paths) < 1:
         raise ValueError("the ensemble needs at least one predictions file")
     files = [read_predictions(p) for p in paths]

@@ -1,0 +1,26 @@
+"""RACE's evaluation for `megazoo eval leaderboard` (entry point megazoo.evaluations:race).
+
+A suite entry `{name: race, path: RACE_FOLDER, split: test}` scores every model of the suite that
+was fine-tuned with `task: race` (a training checkpoint; the BERT encoder with its choice head):
+the `evaluate` stage's accuracies. Language models get the zero-shot RACE task instead, and plain
+encoders are shown as "-" (fine-tune them first).
+"""
+
+from __future__ import annotations
+
+from megazoo.eval.registry import Evaluation
+
+
+def run(checkpoint: str, path: str, entry: dict) -> dict:
+    from megazoo.tasks.race.evaluate import summary_record
+    from megazoo.tasks.race.evaluate_stage import evaluate_checkpoint
+
+    record = evaluate_checkpoint(path, checkpoint, entry.get("split", "test"), entry.get("batch_size", 8))
+    summary = summary_record(record)
+    return {**summary["metrics"], "n": summary["n"]}
+
+
+EVALUATION = Evaluation(
+    name="race", data="a RACE folder (RACE/{train,dev,test}/{middle,high}/*.txt, or HF `race` parquet/JSON)",
+    metrics=("accuracy", "accuracy_middle", "accuracy_high"), headline="accuracy", run=run, kinds=("race",),
+    options={"split": "train, dev or test (default test)", "batch_size": "questions per forward pass (default 8)"})
