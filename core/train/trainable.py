@@ -97,22 +97,5 @@ def apply_trainable(chunks: list[nn.Module], trainable="all") -> list[str]:
         p.requires_grad_(train)
         if train:
             kept.append(name)
-    for c in chunks:
-        _end_backward_here(c)
     return kept
 
-
-def _end_backward_here(chunk: nn.Module) -> None:
-    """A first pipeline stage with nothing to train computes an output that needs no gradient, and
-    the pipeline's backward pass into it would fail. Hand the next stage a leaf that asks for one
-    instead: the backward pass ends there, as it would at the first trainable parameter."""
-    first, last = getattr(chunk, "pre_process", True), getattr(chunk, "post_process", True)
-    if not first or last or any(p.requires_grad for p in chunk.parameters()):
-        return
-
-    def make_leaf(module, inputs, out):
-        if torch.is_grad_enabled() and torch.is_tensor(out) and not out.requires_grad:
-            return out.detach().requires_grad_(True)
-        return out
-
-    chunk.register_forward_hook(make_leaf)

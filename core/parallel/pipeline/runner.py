@@ -109,7 +109,8 @@ def run_schedule(chunks, micro_batches, ctx: ParallelContext, loss_fn, forward_o
                     torch.autograd.backward(out)
                 else:
                     grad = received.pop(("grad", c, m))
-                    torch.autograd.backward(out, grad.to(out.dtype))
+                    if out.requires_grad:  # a first stage with nothing to train (train.trainable) has no graph
+                        torch.autograd.backward(out, grad.to(out.dtype))
                 if vs != 0:
                     results[("grad", c, m)] = x.grad
                 watch.after_backward((c, m))
