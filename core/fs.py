@@ -5,6 +5,7 @@ never a half-written file, and a failed write leaves no temporary file behind.
     write_text_atomic(path, text)                   # or write_bytes_atomic / write_json_atomic
     write_json_atomic(path, obj, fsync=True)        # durable across a power loss (checkpoints)
     with atomic_file(path) as f: np.save(f, array)  # any writer that takes a binary file
+    with atomic_folder(out_dir) as tmp: ...         # a whole folder (model exports, tokenizers)
 
 The temporary file sits beside the target (os.replace is atomic only within one file system), has
 a unique name ending in `.tmp` (concurrent writers do not collide, and checkpoint clean-up knows
@@ -18,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
@@ -68,3 +71,27 @@ def write_json_atomic(path: str | os.PathLike, obj, fsync: bool = False, **dumps
     """`obj` as JSON (json.dumps keyword arguments in `dumps`; default indent=1) and a newline."""
     dumps.setdefault("indent", 1)
     write_text_atomic(path, json.dumps(obj, **dumps) + "\n", fsync)
+
+
+@contextmanager
+def atomic_folder(out: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
+    """Write into a temporary sibling folder and move it into place only when complete, so a
+    failure leaves nothing half-written and an existing folder is replaced only on success (a
+    non-empty one only with `overwrite`)."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise FileExistsError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

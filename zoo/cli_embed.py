@@ -11,9 +11,7 @@ written to a temporary sibling and moved into place, so a failed run leaves no p
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 PROG = "megazoo embed"
@@ -65,18 +63,14 @@ def _check(args) -> str | None:
 def save_npy_atomic(path: Path, array) -> None:
     import numpy as np
 
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from megazoo.core.fs import atomic_file
+
+    with atomic_file(path) as f:
+        np.save(f, array)
 
 
 def run(args) -> int:
-    from megazoo.core.checkpoint import CheckpointError as ShardError
+    from megazoo.core.checkpoint import CheckpointError
     from megazoo.core.data.tokenizer_train import read_texts
 
     problem = _check(args)
@@ -92,7 +86,7 @@ def run(args) -> int:
         embedder = Embedder(args.checkpoint, max_length=args.max_length, device=args.device)
         vectors = embedder.encode(texts, batch=args.batch, pooling=args.pooling, normalize=args.normalize,
                                   progress=not args.quiet)
-    except (ValueError, ShardError, OSError) as e:  # every reason the inputs cannot be used: one line
+    except (ValueError, CheckpointError, OSError) as e:  # every reason the inputs cannot be used: one line
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     save_npy_atomic(Path(args.out), vectors)

@@ -33,19 +33,6 @@ class EmbedError(ValueError):
     """A checkpoint or request that cannot give embeddings; the message says what to do."""
 
 
-def _run_tokenizer(path: Path) -> Path | None:
-    """A training checkpoint's tokenizer given as a plain folder (data.tokenizer: DIR)."""
-    from megazoo.core.checkpoint import open_checkpoint
-
-    try:
-        _, record = open_checkpoint(path)
-    except Exception:  # not a training checkpoint: nothing to find here
-        return None
-    meta = record.get("meta") or {}
-    spec = meta.get("tokenizer") or (meta.get("data") or {}).get("tokenizer")
-    return Path(spec) if isinstance(spec, str) and Path(spec).is_dir() else None
-
-
 def _wrong_arch(path, arch: str) -> str:
     return (f"{path}: holds a {arch!r} model; megazoo embed takes a BERT encoder (or a GPT/Llama decoder "
             f"with mean pooling)")
@@ -76,7 +63,7 @@ def read_checkpoint(path) -> tuple[str, object, dict[str, torch.Tensor], Path, i
         raise EmbedError(_wrong_arch(path, arch))
     known = {f.name for f in dataclasses.fields(_config_class(arch))}  # task checkpoints carry extra keys
     cfg = config_from_dict(arch, {k: v for k, v in cfg_dict.items() if k in known})
-    tokenizer = tokenizer_dir(path) or _run_tokenizer(path)
+    tokenizer = tokenizer_dir(path)
     if tokenizer is None:
         raise EmbedError(f"{path}: no tokenizer found (expected a tokenizer/ folder, or a training run whose "
                          f"data.tokenizer names one)")

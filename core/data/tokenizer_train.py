@@ -28,14 +28,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from megazoo.core.data.errors import DataError
 from megazoo.core.data.text import document_text, iter_raw_documents
+from megazoo.core.fs import atomic_folder
 
 KINDS = ("wordpiece", "bpe", "sentencepiece")
 SPM_MODEL_TYPES = ("unigram", "bpe")
@@ -100,9 +99,8 @@ def train_tokenizer(kind: str, inputs: Sequence[str | os.PathLike], vocab_size: 
     check_request(kind, inputs, vocab_size, out, specials, lowercase, model_type)
     tokens = special_tokens(kind, specials)
     target = Path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
+    # an empty existing folder is replaced (check_request refused a non-empty one)
+    with atomic_folder(target) as tmp:
         texts = (t for path in inputs for t in read_texts(path, field))
         if kind == "sentencepiece":
             config = _sentencepiece(texts, tmp, vocab_size, tokens, model_type, progress)
@@ -115,12 +113,6 @@ def train_tokenizer(kind: str, inputs: Sequence[str | os.PathLike], vocab_size: 
         if kind == "sentencepiece":
             record["model_type"] = model_type
         (tmp / RECORD).write_text(json.dumps(record, indent=2) + "\n")
-        if target.exists():
-            target.rmdir()  # empty (checked above); os.replace then moves the folder into its place
-        os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 

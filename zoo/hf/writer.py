@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+
+from megazoo.core.fs import atomic_folder  # noqa: F401 (the one helper, re-exported for zoo's writers)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
                    "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "tokenizer.model", "chat_template.jinja")
@@ -72,26 +71,3 @@ def copy_tokenizer(src, folder: Path) -> list[str]:
             shutil.copy2(src / name, folder / name)
             copied.append(name)
     return copied
-
-
-@contextmanager
-def atomic_folder(out: Path, overwrite: bool = False):
-    """Write into a temporary sibling folder and move it into place only when complete, so a
-    failure leaves nothing half-written and an existing folder is replaced only on success."""
-    out = Path(out)
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
