@@ -19,8 +19,9 @@ from pathlib import Path
 import torch
 
 from megazoo.core.parallel.context import ParallelContext
-from megazoo.core.parallel.init import local_slice, master_shape
+from megazoo.core.parallel.init import local_slice
 from megazoo.core.train.errors import ConfigError
+from megazoo.zoo.hf.shard import expected_shapes
 
 _cache: dict[str, tuple] = {}
 
@@ -61,10 +62,6 @@ def read(path) -> tuple[str, dict]:
     return arch, dict(model)
 
 
-def _tied_copy(p) -> bool:
-    return bool(getattr(p, "shared_embedding", False) and getattr(p, "init_name", None))
-
-
 @torch.no_grad()
 def load_into(chunks, path, ctx: ParallelContext, full_model, unused_ok: tuple[str, ...] = ()) -> dict:
     """Copy this rank's slices from the folder at `path` into `chunks`. `full_model`: the whole
@@ -72,7 +69,7 @@ def load_into(chunks, path, ctx: ParallelContext, full_model, unused_ok: tuple[s
     Returns {"missing": [...], "unused": [...]}; raises ConfigError on a wrong shape or an
     unexpected tensor."""
     _, _, state = read_full(path)
-    known = {n: tuple(master_shape(p, 1)) for n, p in full_model.named_parameters() if not _tied_copy(p)}
+    known = {n: tuple(shape) for n, shape in expected_shapes(full_model).items()}  # full_model is at tp=1
     unexpected = [k for k in state if k not in known and not k.startswith(unused_ok)]
     if unexpected:
         raise ConfigError(f"train.init_from={str(path)!r}: tensor {unexpected[0]!r} has no place in this model"

@@ -28,6 +28,7 @@ import torch.distributed as dist
 from megazoo.core.data import sft as reader
 from megazoo.core.train.builder import Builder, TaskBuilder
 from megazoo.core.train.data import EpochSource
+from megazoo.core.train.config_checks import check_type
 from megazoo.core.train.errors import ConfigError
 
 ARCHS = ("gpt", "llama")
@@ -97,14 +98,9 @@ def check_task(task: dict) -> dict:
         raise ConfigError(f"task.truncate must be left or right, got {t['truncate']!r}")
     if t["template"] not in reader.TEMPLATES:
         raise ConfigError(f"task.template must be plain or chat, got {t['template']!r}")
-    f = t["valid_fraction"]
-    try:  # YAML 1.1 reads 5e-2 as a string
-        number = float(f) if not isinstance(f, bool) else math.nan
-    except (TypeError, ValueError):
-        number = math.nan
-    if not 0 < number < 1:
-        raise ConfigError(f"task.valid_fraction must be a number in (0, 1), got {f!r}")
-    t["valid_fraction"] = number
+    t["valid_fraction"] = check_type("task.valid_fraction", t["valid_fraction"], "float", "task sft")
+    if not 0 < t["valid_fraction"] < 1:
+        raise ConfigError(f"task.valid_fraction must be a number in (0, 1), got {t['valid_fraction']!r}")
     return t
 
 

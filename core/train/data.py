@@ -115,11 +115,6 @@ def _task(cfg) -> str:
     return f" (task {cfg.task.get('name')!r})" if cfg.task else ""
 
 
-def finite(source) -> bool:
-    """A source of a fixed set of samples (a task's split), not an endless stream."""
-    return len(source) < (1 << 40)
-
-
 class Batches:
     """Cuts global batches into this data-parallel rank's micro-batches."""
 

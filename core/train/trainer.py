@@ -27,7 +27,7 @@ from megazoo.core.parallel.pipeline import forward_backward
 from megazoo.core.train import checkpointing
 from megazoo.core.train.config import RunConfig
 from megazoo.core.train.errors import ConfigError
-from megazoo.core.train.data import Batches, build_sources, finite
+from megazoo.core.train.data import Batches, build_sources
 from megazoo.core.train.flops import peak_flops
 from megazoo.core.train.monitor import Monitor
 from megazoo.core.train.trainable import apply_trainable
@@ -100,9 +100,8 @@ class Trainer:
         collate = self.builder.collate
         self.train_data = Batches(train_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate)
         self.valid_data = Batches(valid_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate)
-        # a task's validation split is read whole (the last batch wraps around to fill it)
-        self.valid_iters = (-(-len(valid_source) // t.global_batch) if self.builder.whole_valid_split
-                            and finite(valid_source) else t.eval_iters)
+        # a task's (finite) validation split is read whole (the last batch wraps around to fill it)
+        self.valid_iters = -(-len(valid_source) // t.global_batch) if self.builder.whole_valid_split else t.eval_iters
         self.step = 0
         self.consumed_samples = 0
         self.consumed_tokens = 0  # real (unpadded-length) tokens; on resume: samples x seq_length

@@ -26,7 +26,7 @@ from megazoo.core.train.config import ConfigError, check_type, unknown_key
 from megazoo.core.train.data import EpochSource
 from megazoo.core.train.evaluation import forward_outputs
 from megazoo.tasks.race.data import NUM_CHOICES, load_race
-from megazoo.tasks.race.evaluate import race_accuracy
+from megazoo.tasks.race.evaluate import race_accuracy, race_metrics
 from megazoo.tasks.race.inputs import RaceBatch, build_inputs
 from megazoo.zoo.heads import choice_logits, head_loss
 
@@ -179,8 +179,7 @@ class RaceBuilder(TaskBuilder):
         if self.valid is None or len(self.valid) == 0:
             return {}
         probs = self.predict(chunks, ctx, self.valid, dtype)
-        acc = race_accuracy(probs.argmax(-1).tolist(), self.valid.labels.tolist(), self.valid_levels)
-        return {"accuracy": acc["overall"], "accuracy_middle": acc["middle"], "accuracy_high": acc["high"]}
+        return race_metrics(race_accuracy(probs.argmax(-1).tolist(), self.valid.labels.tolist(), self.valid_levels))
 
 
 def collate_questions(input_ids: list, token_type_ids: list, attention_mask: list, labels: torch.Tensor) -> dict:

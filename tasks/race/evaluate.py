@@ -36,6 +36,14 @@ def race_accuracy(predictions: Sequence[int], labels: Sequence[int], levels: Seq
     return out
 
 
+METRICS = ("accuracy", "accuracy_middle", "accuracy_high")  # the names issue and leaderboard use
+
+
+def race_metrics(acc: dict) -> dict:
+    """race_accuracy's {"overall", "middle", "high"} under the metric names of METRICS."""
+    return dict(zip(METRICS, (acc["overall"], acc["middle"], acc["high"])))
+
+
 def predictions_record(uids, levels, labels, probs: torch.Tensor, **meta) -> dict:
     """Build the predictions JSON object from [N, 4] softmax probabilities."""
     probs = probs.double()
@@ -64,7 +72,7 @@ def summary_record(record: dict, predictions_file: str | os.PathLike | None = No
     """The summary of a predictions record: the metric names of the task's issue, with n."""
     acc = record["accuracy"]
     out = {"task": "race", "n": record["counts"]["overall"],
-           "metrics": {"accuracy": acc["overall"], "accuracy_middle": acc["middle"], "accuracy_high": acc["high"]},
+           "metrics": race_metrics(acc),
            "counts": record["counts"]}
     out.update({k: v for k, v in record.items() if k not in ("task", "accuracy", "counts", "predictions")})
     if predictions_file is not None:

@@ -9,6 +9,7 @@ encoders are shown as "-" (fine-tune them first).
 from __future__ import annotations
 
 from megazoo.eval.registry import Evaluation
+from megazoo.tasks.race.evaluate import METRICS
 
 
 def run(checkpoint: str, path: str, entry: dict) -> dict:
@@ -22,5 +23,5 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
 
 EVALUATION = Evaluation(
     name="race", data="a RACE folder (RACE/{train,dev,test}/{middle,high}/*.txt, or HF `race` parquet/JSON)",
-    metrics=("accuracy", "accuracy_middle", "accuracy_high"), headline="accuracy", run=run, kinds=("race",),
+    metrics=METRICS, headline="accuracy", run=run, kinds=("race",),
     options={"split": "train, dev or test (default test)", "batch_size": "questions per forward pass (default 8)"})
