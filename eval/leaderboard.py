@@ -164,6 +164,20 @@ def zero_shot_tasks() -> set[str]:
     return set(TASKS)
 
 
+def scorer(name: str, kind: str, registered: dict) -> tuple[object | None, str | None]:
+    """What scores task `name` for a model of `kind`: (a registered task evaluation, or None for
+    the zero-shot task of that name, which language models get; and why the model is skipped,
+    or None). `race` on a language model is the zero-shot RACE task, on a RACE fine-tune its
+    registered evaluation."""
+    ev = registered.get(name)
+    if ev is not None and kind in ev.kinds:
+        return ev, None
+    if kind == "lm" and (ev is None or name in zero_shot_tasks()):
+        return None, None
+    scores = ", ".join(ev.kinds) if ev is not None else "language models"
+    return None, f"a {kind} model; {name} scores {scores}"
+
+
 def run_leaderboard(suite_path, progress: bool = True) -> dict:
     from megazoo.eval.registry import evaluations, model_kind
     from megazoo.eval.suites import run_task
@@ -176,22 +190,15 @@ def run_leaderboard(suite_path, progress: bool = True) -> dict:
         kind = model_kind(entry)
         lm = None  # loaded on the first zero-shot task: an encoder never needs it
         for task in suite["tasks"]:
-            ev = registered.get(task["name"])
-            if ev is not None and kind not in ev.kinds and kind == "lm" and task["name"] in zero_shot_tasks():
-                ev = None  # e.g. `race` on a language model: the zero-shot RACE task, not the fine-tuned one
+            ev, why = scorer(task["name"], kind, registered)
+            if why is not None:
+                skipped.append({"model": entry["name"], "task": task["name"], "why": why})
+                continue
             if ev is not None:
-                if kind not in ev.kinds:
-                    skipped.append({"model": entry["name"], "task": task["name"],
-                                    "why": f"a {kind} model; {task['name']} scores {', '.join(ev.kinds)}"})
-                    continue
                 if "checkpoint" not in entry:
                     raise SuiteError(f"model {entry['name']}: task {task['name']} needs a megazoo `checkpoint`")
                 metrics = ev.run(entry["checkpoint"], task["path"], task)
             else:
-                if kind != "lm":
-                    skipped.append({"model": entry["name"], "task": task["name"],
-                                    "why": f"a {kind} model; {task['name']} scores language models"})
-                    continue
                 lm = lm or _load_model(entry)
                 metrics = run_task(lm, task["name"], task["path"], task.get("num_fewshot", 0), task.get("fewshot_path"),
                                    task.get("limit"), batch_size=task.get("batch_size", 8), progress=progress,

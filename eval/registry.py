@@ -14,6 +14,7 @@ without a task head), or a task name ("race": a checkpoint fine-tuned by `task: 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Callable
@@ -31,6 +32,7 @@ class Evaluation:
     options: dict = field(default_factory=dict)  # optional keys of the suite's task entry, with help
 
 
+@functools.cache  # entry points do not change within a process; the table and chart ask per cell
 def evaluations() -> dict[str, Evaluation]:
     """The registered task evaluations by name."""
     out = {}
