@@ -270,8 +270,9 @@ class RunConfig:
         from megazoo.core.train.trainable import parse_patterns
 
         parse_patterns(t.trainable)  # a malformed value fails here; the names are matched in the ranks
+        key = (world_size, self.to_yaml())
         cached = getattr(self, "_validated", None)
-        if cached is not None and cached[0] == (world_size, self.to_yaml()):
+        if cached is not None and cached[0] == key:
             return cached[1]  # validated once per process: the builder made here is the one used
         model = self.pretrained_model() if t.init_from else dict(self.model)
         model.setdefault("arch", "gpt")
@@ -281,7 +282,7 @@ class RunConfig:
             from megazoo.core.train.data import data_settings
 
             builder.check_data(data_settings(self))
-        self._validated = ((world_size, self.to_yaml()), builder)
+        self._validated = (key, builder)
         return builder
 
     def pretrained_model(self) -> dict:
@@ -289,10 +290,7 @@ class RunConfig:
         architecture and config, with the recipe's settings that do not change a weight's shape
         (dropout, recompute-free keys, heads, adapters) on top."""
         path = Path(str(self.train.init_from))
-        if not path.exists():
-            raise ConfigError(f"train.init_from={str(path)!r}: no such folder; give a Hugging Face folder, an "
-                              f"`megazoo import-hf` folder or a training checkpoint")
-        arch, saved = models.read_pretrained(path)
+        arch, saved = models.read_pretrained(path)  # a missing folder is a ConfigError that says so
         mine = dict(self.model)
         if mine.get("arch", arch) != arch:
             raise ConfigError(f"train.init_from={str(path)!r} holds a {arch!r} model but model.arch="
