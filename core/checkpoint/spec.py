@@ -135,6 +135,24 @@ def model_state(chunks: nn.Module | Iterable[nn.Module], ctx: ParallelContext) -
     return {name: Sharded(p.data, param_spec(p, ctx)) for name, p in named_parameters(chunks).items()}
 
 
+@torch.no_grad()
+def copy_state(target, source) -> None:
+    """Copy the tensors of a loaded state into `target`'s (Sharded views or tensors, nested in
+    dicts and PerRank) wherever `source` has them; a tensor that already is the target's own
+    storage (the loader filled the view in place) is left alone."""
+    if isinstance(target, dict):
+        for k, v in target.items():
+            if k in source:
+                copy_state(v, source[k])
+        return
+    if isinstance(target, PerRank):
+        return copy_state(target.value, source.value if isinstance(source, PerRank) else source)
+    t = target.tensor if isinstance(target, Sharded) else target
+    s = source.tensor if isinstance(source, Sharded) else source
+    if isinstance(t, torch.Tensor) and isinstance(s, torch.Tensor) and t.data_ptr() != s.data_ptr():
+        t.copy_(s)
+
+
 def rng_state(tracker=None, trackers: dict | None = None) -> PerRank:
     """CPU, CUDA and RNG-tracker generator states of this rank, as a PerRank leaf: one model's
     `tracker` is stored under "tracker", several (a trainer's chunks, by key) under "trackers/<key>".

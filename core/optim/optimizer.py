@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from megazoo.core.checkpoint.spec import Sharded, flat_param_spec, named_parameters
+from megazoo.core.checkpoint.spec import Sharded, copy_state, flat_param_spec, named_parameters
 from megazoo.core.optim.buffers import GradBuffers
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.pipeline.grads import finalize_grads
@@ -275,15 +275,7 @@ class MixedPrecisionOptimizer:
         """Take a loaded `sharded_state_dict()`: its tensors (a no-op when the checkpoint loader
         filled this optimizer's own views), the Adam step, then the model's weights from the main
         weights, as after a step."""
-        mine = self.sharded_state_dict()
-        for key in ("exp_avg", "exp_avg_sq", "main"):
-            for name, target in mine.get(key, {}).items():
-                source = state.get(key, {}).get(name)
-                if source is None:
-                    continue
-                s = source.tensor if isinstance(source, Sharded) else source
-                if s.data_ptr() != target.tensor.data_ptr():
-                    target.tensor.copy_(s)
+        copy_state(self.sharded_state_dict(), state)
         step = float(int(state["step"]))
         for f in self.fragments:
             self._adam_state(f)["step"].fill_(step)

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import torch
 
-from megazoo.core.checkpoint import (AsyncCheckpointer, PerRank, Sharded, architecture, load_checkpoint,
-                                     model_state, named_parameters, resolve_resume, rng_state, save_checkpoint,
-                                     set_rng_state)
+from megazoo.core.checkpoint import (AsyncCheckpointer, architecture, load_checkpoint, model_state, named_parameters,
+                                     resolve_resume, rng_state, save_checkpoint, set_rng_state)
 from megazoo.core.checkpoint.api import open_checkpoint
-from megazoo.core.fs import write_text_atomic
+from megazoo.core.checkpoint.spec import copy_state
 from megazoo.core.checkpoint.storage import iter_name
+from megazoo.core.fs import write_text_atomic
 
 
 def expected_meta(trainer) -> dict:
@@ -63,29 +63,13 @@ def training_state(trainer) -> dict:
             "losses": [float(x) for x in trainer.losses], "rng": rng_state(trackers=_rng_trackers(trainer))}
 
 
-def _copy_tensors(target, source) -> None:
-    """Copy the tensors of a loaded state into this trainer's (a no-op for the trainer's own views)."""
-    if isinstance(target, dict):
-        for k, v in target.items():
-            if k in source:
-                _copy_tensors(v, source[k])
-        return
-    if isinstance(target, PerRank):
-        return _copy_tensors(target.value, source.value if isinstance(source, PerRank) else source)
-    t = target.tensor if isinstance(target, Sharded) else target
-    s = source.tensor if isinstance(source, Sharded) else source
-    if isinstance(t, torch.Tensor) and isinstance(s, torch.Tensor) and t.data_ptr() != s.data_ptr():
-        with torch.no_grad():
-            t.copy_(s)
-
-
 @torch.no_grad()
 def apply_state(trainer, state: dict, restore_rng: bool = True) -> None:
     """Make `state` (a loaded `training_state`) the trainer's: model tensors, the optimizer's state
     (which then refreshes the model's trained weights from its main weights), scaler, schedule,
     progress and, when asked, the RNG streams."""
     # the model first: the optimizer then overwrites its trained weights from the main weights
-    _copy_tensors({"model": model_state(trainer.chunks, trainer.ctx)}, state)
+    copy_state({"model": model_state(trainer.chunks, trainer.ctx)}, state)
     trainer.optimizer.load_sharded_state_dict(state["optimizer"])
     trainer.scaler.load_state_dict(state["scaler"])
     trainer.schedule.load_state_dict(state["scheduler"])
