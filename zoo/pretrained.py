@@ -30,12 +30,22 @@ def _key(path: Path) -> str:
     return f"{path.resolve()}@{path.stat().st_mtime_ns}"
 
 
-def read_full(path) -> tuple[str, dict, dict[str, torch.Tensor]]:
-    """(arch, model config dict, full megazoo state dict) of any model folder (cached per process)."""
+def _folder(path) -> Path:
     path = Path(path)
     if not path.is_dir():
         raise ConfigError(f"train.init_from={str(path)!r}: no such folder; give a Hugging Face folder, an "
                           f"`megazoo import-hf` folder or a training checkpoint")
+    return path
+
+
+def _model_section(model: dict) -> dict:
+    """A folder's model config as a recipe's model section (no arch, no run setting)."""
+    return {k: v for k, v in model.items() if k not in ("arch", "recompute")}
+
+
+def read_full(path) -> tuple[str, dict, dict[str, torch.Tensor]]:
+    """(arch, model config dict, full megazoo state dict) of any model folder (cached per process)."""
+    path = _folder(path)
     key = _key(path)
     if key not in _cache:
         _cache.clear()  # one pretrained model at a time is what a run needs
@@ -50,16 +60,21 @@ def _read(path: Path) -> tuple[str, dict, dict]:
         arch, model, state = load_model(path, hf=True)
     except (ValueError, FileNotFoundError) as e:  # CheckpointError and HFImportError are ValueErrors
         raise ConfigError(f"train.init_from={str(path)!r}: {e}") from None
-    model = dict(model)
-    model.pop("arch", None)
-    model.pop("recompute", None)
-    return arch, model, state
+    return arch, _model_section(model), state
 
 
 def read(path) -> tuple[str, dict]:
-    """(arch, model config dict) of a model folder: the entry point megazoo.pretrained:read."""
-    arch, model, _ = read_full(path)
-    return arch, dict(model)
+    """(arch, model config dict) of a model folder: the entry point megazoo.pretrained:read. Run
+    before any rank starts, it reads no weights where the folder records its config (import-hf
+    folders, training checkpoints); a Hugging Face folder's config depends on its tensors."""
+    from megazoo.zoo.io import model_config
+
+    path = _folder(path)
+    try:
+        arch, model = model_config(path, hf=True)
+    except (ValueError, FileNotFoundError) as e:
+        raise ConfigError(f"train.init_from={str(path)!r}: {e}") from None
+    return arch, _model_section(model)
 
 
 @torch.no_grad()
