@@ -151,8 +151,9 @@ class RaceBuilder(TaskBuilder):
     def collate(self, samples: list) -> dict:
         """[mb, 4, L] questions -> [mb * 4, L'] sequences, L' the longest real length rounded up to
         a multiple of 8 (columns that are padding in every row change nothing; they cost time)."""
-        return collate_questions([s["input_ids"] for s in samples], [s["token_type_ids"] for s in samples],
-                                 [s["attention_mask"] for s in samples], torch.stack([s["labels"] for s in samples]))
+        stacked = RaceBatch(*(torch.stack([s[k] for s in samples]) for k in
+                              ("input_ids", "token_type_ids", "attention_mask", "labels")))
+        return micro_batch(stacked, slice(None))
 
     # objective and metrics -----------------------------------------------------------------------
     def loss_counts(self, micro_batches: list[dict]) -> dict:
@@ -164,13 +165,9 @@ class RaceBuilder(TaskBuilder):
     def predict(self, chunks, ctx, inputs: RaceBatch, dtype=torch.float32, batch: int | None = None) -> torch.Tensor:
         """Softmax probabilities [N, 4] of every question, on every rank (collective)."""
         batch = batch or self.settings.eval_batch
-        mbs = []
-        for i in range(0, len(inputs), batch):
-            idx = torch.arange(i, min(i + batch, len(inputs)))
-            mbs.append(collate_questions(list(inputs.input_ids[idx]), list(inputs.token_type_ids[idx]),
-                                         list(inputs.attention_mask[idx]), inputs.labels[idx]))
-            if ctx.device.type != "cpu":
-                mbs[-1] = {k: v.to(ctx.device) for k, v in mbs[-1].items()}
+        mbs = [micro_batch(inputs, slice(i, i + batch)) for i in range(0, len(inputs), batch)]
+        if ctx.device.type != "cpu":
+            mbs = [{k: v.to(ctx.device) for k, v in mb.items()} for mb in mbs]
         outs = forward_outputs(chunks, ctx, mbs, lambda out, mb: choice_logits(out.logits, NUM_CHOICES).float().cpu(),
                                self.hidden_size, dtype)
         return torch.softmax(torch.cat(outs).double(), -1) if outs else torch.zeros(0, NUM_CHOICES)
@@ -182,16 +179,13 @@ class RaceBuilder(TaskBuilder):
         return race_metrics(race_accuracy(probs.argmax(-1).tolist(), self.valid.labels.tolist(), self.valid_levels))
 
 
-def collate_questions(input_ids: list, token_type_ids: list, attention_mask: list, labels: torch.Tensor) -> dict:
-    mask = torch.stack(attention_mask)
-    full = mask.shape[-1]
-    length = min(full, -(-max(int(mask.sum(-1).max()), 1) // 8) * 8)
-
-    def flat(rows: list) -> torch.Tensor:
-        return torch.stack(rows)[..., :length].reshape(-1, length).long()
-
-    return {"input_ids": flat(input_ids), "token_type_ids": flat(token_type_ids), "attention_mask": flat(attention_mask),
-            "labels": labels.long()}
+def micro_batch(inputs: RaceBatch, index) -> dict:
+    """The questions at `index` as model inputs: their 4 options flattened into the batch
+    ([n * 4, L']), L' the longest real length rounded up to a multiple of 8 (columns that are
+    padding in every row change nothing; they cost time)."""
+    b = inputs.select(index, multiple=8)
+    return {"input_ids": b.input_ids.flatten(0, 1), "token_type_ids": b.token_type_ids.flatten(0, 1),
+            "attention_mask": b.attention_mask.flatten(0, 1), "labels": b.labels.long()}
 
 
 def build(task: dict, model: dict, recompute: str = "none") -> RaceBuilder:

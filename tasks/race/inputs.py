@@ -60,11 +60,12 @@ class RaceBatch:
     def __len__(self) -> int:
         return self.labels.shape[0]
 
-    def select(self, index) -> "RaceBatch":
+    def select(self, index, multiple: int = 1) -> "RaceBatch":
         """The questions at `index`, with columns that are padding in every row dropped (the
-        results do not change: padding is masked out of attention; it only saves compute)."""
+        results do not change: padding is masked out of attention; it only saves compute). The
+        length kept is rounded up to `multiple` (at most the full length)."""
         mask = self.attention_mask[index]
-        length = max(int(mask.sum(-1).max()), 1)
+        length = min(mask.shape[-1], -(-max(int(mask.sum(-1).max()), 1) // multiple) * multiple)
         return RaceBatch(self.input_ids[index][..., :length].long(), self.token_type_ids[index][..., :length].long(),
                          mask[..., :length].long(), self.labels[index])
 
