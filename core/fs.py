@@ -73,6 +73,35 @@ def write_json_atomic(path: str | os.PathLike, obj, fsync: bool = False, **dumps
     write_text_atomic(path, json.dumps(obj, **dumps) + "\n", fsync)
 
 
+def inside(folder: str | os.PathLike, name) -> bool:
+    """`name` is a plain file name (no folder part, no `..`, not absolute) of a file that, links
+    followed, lies directly in `folder`: the only names a checkpoint or index may give its files."""
+    if not isinstance(name, str) or name in ("", ".", "..") or any(c in name for c in "/\\\0"):
+        return False
+    folder = Path(folder).resolve()
+    return (folder / name).resolve().parent == folder
+
+
+def check_apart(source: str | os.PathLike, out: str | os.PathLike, inside_ok: bool = False) -> None:
+    """Refuse (ValueError) an output folder that is or contains the input `source` (replacing it
+    would delete the input) or lies inside it (it would replace or mix into part of the input;
+    `inside_ok` allows that where only a new folder can be added, as without --overwrite).
+    Links are followed."""
+    src, dst = Path(source).resolve(), Path(out).resolve()
+    if src == dst:
+        relation = "is"
+    elif src in dst.parents:
+        if inside_ok:
+            return
+        relation = "lies inside"
+    elif dst in src.parents:
+        relation = "contains"
+    else:
+        return
+    raise ValueError(f"the output folder {out} {relation} the input {source}; writing it would replace or "
+                     f"damage the input. Choose an output folder outside {source} (nothing was changed)")
+
+
 @contextmanager
 def atomic_folder(out: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
     """Write into a temporary sibling folder and move it into place only when complete, so a

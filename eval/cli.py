@@ -11,6 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+
+from megazoo.core.argtypes import positive_int
+
+
+# subcommands whose arguments go unparsed to another program (megazoo/cli.py reads this)
+PASSTHROUGH = ("lm-eval",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "(default 32, capped at the model's length)")
     task.add_argument("--lambada-mode", choices=["strict", "nonstrict"],
                       help="lambada: strict scores the whole last word (default), nonstrict only its final token")
-    task.add_argument("--limit", type=int)
-    task.add_argument("--batch-size", type=int, default=8)
+    task.add_argument("--limit", type=positive_int, help="score only the first N examples")
+    task.add_argument("--batch-size", type=positive_int, default=8)
     task.add_argument("--out", help="write metrics (and predictions) as JSON here")
     board = sub.add_parser("leaderboard", help="run a suite of (model, task) pairs")
     board.add_argument("suite", help="suite YAML (see megazoo.eval.leaderboard)")
@@ -65,6 +72,10 @@ def run(args) -> int:
     except ValueError as err:
         print(f"megazoo eval task: {err}", file=sys.stderr)
         return 2
+    for flag, path in (("--data", args.data), ("--fewshot-data", args.fewshot_data), ("--checkpoint", args.checkpoint)):
+        if path is not None and not Path(path).exists():  # before the model is loaded
+            print(f"megazoo eval task: error: {flag} {path}: no such file or folder", file=sys.stderr)
+            return 2
     entry = {"hf": args.hf} if args.hf else {"checkpoint": args.checkpoint}
     lm = _load_model(entry)
     metrics = run_task(lm, args.name, args.data, args.num_fewshot, args.fewshot_data, args.limit,

@@ -43,7 +43,14 @@ def load_suite(path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise SuiteError(f"{path}: no such suite file")
-    suite = yaml.safe_load(path.read_text()) or {}
+    try:
+        suite = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        from megazoo.core.train.user_errors import yaml_message
+
+        raise SuiteError(yaml_message(path, e)) from None
+    except UnicodeDecodeError:
+        raise SuiteError(f"{path}: not a text file (a suite is UTF-8 YAML)") from None
     if not isinstance(suite, dict):
         raise SuiteError(f"{path}: a suite is a YAML mapping with `models` and `tasks`")
     for key in ("models", "tasks"):

@@ -27,6 +27,24 @@ class LanguageModel(Protocol):
         ...
 
 
+END_TOKENS = ("<|endoftext|>", "</s>")  # GPT-2's end of text (id 50256), T5/Llama-style end of sequence
+
+
+def _named_end_token(tokenizer) -> int | None:
+    """The id of a well-known end-of-text token in the vocabulary: a tokenizer folder saved without
+    its special-token settings (GPT-2's vocab.json/merges.txt/tokenizer.json alone) has no eos_token
+    but still has <|endoftext|>."""
+    lookup = getattr(tokenizer, "convert_tokens_to_ids", None) or getattr(tokenizer, "token_to_id", None)
+    if lookup is None:
+        return None
+    unk = getattr(tokenizer, "unk_token_id", None)
+    for token in END_TOKENS:
+        found = lookup(token)
+        if isinstance(found, int) and found != unk:
+            return found
+    return None
+
+
 class TokenizerAdapter:
     """encode/decode over a Hugging Face tokenizer or a megazoo tokenizer (no special tokens added)."""
 
@@ -37,8 +55,11 @@ class TokenizerAdapter:
             eot_id = getattr(tokenizer, "eos_token_id", None)
             if eot_id is None:
                 eot_id = getattr(tokenizer, "eod", None) or getattr(tokenizer, "eod_id", None)
+            if eot_id is None:
+                eot_id = _named_end_token(tokenizer)
         if eot_id is None:
-            raise ValueError("the tokenizer has no end-of-text id; pass eot_id explicitly")
+            raise ValueError("the tokenizer has no end-of-text id (no eos token, no <|endoftext|> or </s> in its "
+                             "vocabulary); pass eot_id explicitly")
         self.eot_id = int(eot_id)
 
     def encode(self, text: str) -> list[int]:

@@ -2,7 +2,9 @@
 
 Each subcommand lives in its own module, which defines `add_arguments(parser)` and `run(args)`.
 Only the chosen command's module is imported, so `megazoo --help` stays fast and a broken optional
-dependency of one command never breaks another.
+dependency of one command never breaks another. `main` is the one error boundary of every command:
+a known error (core/train/user_errors.py) becomes one line `megazoo COMMAND: error: ...` with exit
+code 2 (the user's mistake) or 1 (a runtime failure); Ctrl-C exits 130 (docs/errors.md).
 """
 
 from __future__ import annotations
@@ -51,16 +53,42 @@ def main(argv: list[str] | None = None) -> int:
         import difflib
 
         close = difflib.get_close_matches(name, COMMANDS, n=1)
-        hint = f" Did you mean `{close[0]}`?" if close else ""
-        print(f"megazoo: unknown command `{name}`.{hint}\n\n{_top_help()}", file=sys.stderr)
+        hint = f"; did you mean `{close[0]}`?" if close else ""
+        print(f"megazoo: error: unknown command `{name}`{hint} (commands: {', '.join(COMMANDS)}; "
+              "`megazoo --help` says what each does)", file=sys.stderr)
         return 2
     module_name, help_ = COMMANDS[name]
     module = importlib.import_module(module_name)
     parser = argparse.ArgumentParser(prog=f"megazoo {name}", description=help_)
     module.add_arguments(parser)
-    args = parser.parse_args(argv[1:])
-    result = module.run(args)
+    if argv[1:2] and argv[1] in getattr(module, "PASSTHROUGH", ()):
+        # a subcommand that hands its arguments to another program's parser (eval lm-eval): argparse's
+        # REMAINDER would refuse its options (`--model ...`) as unrecognized
+        args = argparse.Namespace(action=argv[1], rest=argv[2:])
+    else:
+        args = parser.parse_args(argv[1:])
+    try:
+        result = module.run(args)
+    except KeyboardInterrupt:
+        print(f"\n{_prog(argv)}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - the one boundary: known errors become one line
+        from megazoo.core.train.user_errors import classify, debug
+
+        known = None if debug() else classify(err)
+        if known is None:
+            raise  # a bug: its traceback is what a report needs
+        code, message = known
+        print(f"{_prog(argv)}: error: {message}", file=sys.stderr)
+        return code
     return int(result or 0)
+
+
+def _prog(argv: list[str]) -> str:
+    """The command as the user typed it, for messages: `megazoo eval task`, `megazoo task race evaluate`."""
+    words = {"eval": 1, "zoo": 1, "task": 2}.get(argv[0], 0)
+    sub = [w for w in argv[1:1 + words] if w.replace("-", "").replace("_", "").isalnum()]
+    return " ".join(["megazoo", argv[0], *sub[:words]])
 
 
 if __name__ == "__main__":

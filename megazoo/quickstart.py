@@ -16,12 +16,14 @@ import sys
 import time
 from pathlib import Path
 
+from megazoo.core.argtypes import positive_int
+
 PROMPT = "The Python standard library"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="run directory (default: runs/quickstart-<time>)")
-    parser.add_argument("--steps", type=int, default=None, help="training steps (default: the recipe's)")
+    parser.add_argument("--steps", type=positive_int, default=None, help="training steps (default: the recipe's)")
     parser.add_argument("--set", dest="overrides", nargs="+", action="append", default=[], metavar="KEY=VALUE",
                         help="extra recipe overrides, as for `megazoo train`")
 

@@ -47,7 +47,7 @@ def run(args) -> int:
     tasks = available_tasks()
     if args.name in (None, "-h", "--help"):
         print(_listing(tasks))
-        return 0 if args.name else 2
+        return 0 if args.name else _fail("give a task and a stage, e.g. `megazoo task race finetune race`")
     if args.name not in tasks:
         close = difflib.get_close_matches(args.name, tasks, n=1)
         hint = f"; did you mean `{close[0]}`?" if close else ""
@@ -57,7 +57,7 @@ def run(args) -> int:
         print(f"usage: megazoo task {args.name} STAGE [ARGS ...]\n\nstages:")
         for stage, (_, help_) in stages.items():
             print(f"  {stage:<10}  {help_}")
-        return 0 if args.stage else 2
+        return 0 if args.stage else _fail(f"give a stage of task {args.name} ({', '.join(stages)})")
     if args.stage not in stages:
         close = difflib.get_close_matches(args.stage, stages, n=1)
         hint = f"; did you mean `{close[0]}`?" if close else ""

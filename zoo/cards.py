@@ -47,8 +47,15 @@ def load_card(name: str) -> dict:
         path = CARDS_DIR / f"{name}.yaml"
         if not path.is_file():
             raise _unknown(str(name))
-    with open(path, encoding="utf-8") as f:
-        card = yaml.safe_load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            card = yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        from megazoo.core.train.user_errors import yaml_message
+
+        raise CardError(yaml_message(path, e)) from None
+    except UnicodeDecodeError:
+        raise CardError(f"{path}: not a text file (a card is UTF-8 YAML)") from None
     validate_card(card, str(path))
     return card
 

@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from megazoo.core.argtypes import positive_int
+
 PROG = "megazoo embed"
 
 
@@ -25,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pooling", choices=("mean", "cls"), default="mean",
                         help="mean over the tokens (default), or the [CLS] token's vector")
     parser.add_argument("--normalize", action="store_true", help="scale each vector to unit length")
-    parser.add_argument("--batch", type=int, default=32, help="texts per forward pass (default 32)")
+    parser.add_argument("--batch", type=positive_int, default=32, help="texts per forward pass (default 32)")
     parser.add_argument("--field", default="text", help="the JSONL key holding the text (default `text`)")
     parser.add_argument("--max-length", type=int, default=None,
                         help="truncate texts to this many tokens (default: the model folder's "

@@ -28,7 +28,10 @@ def run(args) -> int:
     from megazoo.zoo.hf import ADAPTER_FILE, HFExportError, config_from_dict, export_hf, split_adapters, unpad_heads
     from megazoo.zoo.io import CheckpointError, load_model, read_meta, tokenizer_dir
 
+    from megazoo.core.fs import check_apart
+
     try:
+        check_apart(args.checkpoint, args.out_dir)  # before anything is read or replaced
         arch, cfg_dict, state = load_model(args.checkpoint)
         cfg = config_from_dict(arch, cfg_dict)
         # imported with --pad-heads (recorded in an import-hf folder's model.yaml; training checkpoints have none)

@@ -16,19 +16,23 @@ import json
 import sys
 import time
 
+from megazoo.core.argtypes import nonnegative_int, positive_float, probability
+
 PROG = "megazoo generate"
 DTYPES = ("fp32", "bf16")
+DEFAULT_NEW_TOKENS = 40
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", help="an import-hf folder or a training checkpoint (with its tokenizer)")
     parser.add_argument("--prompt", action="append", required=True, help="a prompt (repeat for a batch)")
-    parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help=f"tokens to add (default {DEFAULT_NEW_TOKENS}, or what the model's context leaves)")
     parser.add_argument("--do-sample", action="store_true", help="sample (default: greedy)")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-k", type=int, default=0)
-    parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--repetition-penalty", type=float, default=1.0)
+    parser.add_argument("--temperature", type=positive_float, default=1.0)
+    parser.add_argument("--top-k", type=nonnegative_int, default=0, help="0: off")
+    parser.add_argument("--top-p", type=probability, default=1.0, help="in (0, 1]; 1: off")
+    parser.add_argument("--repetition-penalty", type=positive_float, default=1.0)
     parser.add_argument("--stop", action="append", default=None, help="a stop string (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks")
@@ -42,7 +46,7 @@ def run(args) -> int:
     from megazoo.core.parallel.launch import launch_local
 
     for name in ("tp", "pp", "vpp", "max_new_tokens"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             print(f"{PROG}: error: --{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}",
                   file=sys.stderr)
             return 2
@@ -76,12 +80,41 @@ def check(payload: dict) -> None:
     cfg = config_from_dict(arch, cfg_dict)
     from transformers import AutoTokenizer
 
-    n = len(AutoTokenizer.from_pretrained(str(tok_dir)))
+    tok = AutoTokenizer.from_pretrained(str(tok_dir))
+    n = len(tok)
     if n > cfg.vocab_size:
         raise ValueError(f"{payload['checkpoint']}: its tokenizer has {n} tokens but the model only {cfg.vocab_size}; "
                          "it was trained on synthetic data (data.synthetic) or with another tokenizer, so it cannot "
                          "read text")
     check_layout(arch, cfg, payload["tp"], payload["pp"])
+    payload["max_new_tokens"] = check_prompts(arch, cfg, tok, payload["prompt"], payload["max_new_tokens"])
+
+
+def check_prompts(arch: str, cfg, tok, prompts: list[str], max_new_tokens: int | None) -> int:
+    """The number of tokens to generate. Raise if a prompt is empty, or (decoders) if prompt +
+    new tokens exceed the model's context: the positions past it do not exist, so say the limit
+    instead of failing inside the model. Without --max-new-tokens (None): the default, or what
+    the longest prompt leaves of the context (said on stderr)."""
+    limit = getattr(cfg, "seq_length", None) if arch in ("gpt", "llama") else None
+    lengths = []
+    for i, text in enumerate(prompts, 1):
+        lengths.append(len(tok(text, add_special_tokens=arch == "t5")["input_ids"]))
+        if not text.strip() or lengths[-1] == 0:
+            raise ValueError(f"--prompt {i} is empty; give the text to continue")
+    wanted = DEFAULT_NEW_TOKENS if max_new_tokens is None else max_new_tokens
+    for i, n in enumerate(lengths, 1):
+        if limit and n + wanted > limit:
+            if n < limit and max_new_tokens is None:
+                wanted = limit - max(lengths)
+                if wanted >= 1:
+                    print(f"{PROG}: note: {wanted} new tokens, all the model's context of {limit} leaves after "
+                          f"the longest prompt ({max(lengths)} tokens)", file=sys.stderr)
+                    return wanted
+            room = f"at most {limit - n} new tokens for it" if n < limit else "a prompt under that length"
+            raise ValueError(f"--prompt {i} has {n} tokens and --max-new-tokens is {wanted}: {n + wanted} "
+                             f"tokens in all, more than the model's context of {limit} (model seq_length); "
+                             f"use {room}")
+    return wanted
 
 
 def rank_main(payload: dict) -> None:

@@ -16,6 +16,7 @@ import json
 import sys
 from math import prod
 
+from megazoo.core.argtypes import positive_float, positive_int
 from megazoo.core.plan.flops import FLOPS_CONVENTIONS as FLOPS_CONVENTION_HELP
 
 GIB = float(2**30)
@@ -23,22 +24,22 @@ GIB = float(2**30)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", nargs="?", help="model card name (see `megazoo zoo list`) or a card YAML path")
-    parser.add_argument("--gpus", type=int, default=None, help="number of GPUs (required unless --validate)")
+    parser.add_argument("--gpus", type=positive_int, default=None, help="number of GPUs (required unless --validate)")
     parser.add_argument("--gpu", default="a100-80gb", help="GPU type: v100, a100-40gb, a100-80gb, h100, h200, b200")
-    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
-    parser.add_argument("--pp", type=int, default=1, help="pipeline-parallel size")
-    parser.add_argument("--vpp", type=int, default=1, help="model chunks per pipeline rank (interleaved schedule)")
-    parser.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch")
-    parser.add_argument("--global-batch", type=int, default=None, help="sequences per step (default: dp x micro-batch)")
-    parser.add_argument("--seq-length", type=int, default=None, help="tokens per sequence (default: the card's)")
+    parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel size")
+    parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel size")
+    parser.add_argument("--vpp", type=positive_int, default=1, help="model chunks per pipeline rank (interleaved schedule)")
+    parser.add_argument("--micro-batch", type=positive_int, default=1, help="sequences per micro-batch")
+    parser.add_argument("--global-batch", type=positive_int, default=None, help="sequences per step (default: dp x micro-batch)")
+    parser.add_argument("--seq-length", type=positive_int, default=None, help="tokens per sequence (default: the card's)")
     parser.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
     parser.add_argument("--distributed-optimizer", action="store_true", help="shard optimizer states over dp (ZeRO-1)")
     parser.add_argument("--sp", dest="sp", action="store_true", default=None, help="sequence parallelism (default: on when tp > 1)")
     parser.add_argument("--no-sp", dest="sp", action="store_false")
     parser.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16")
-    parser.add_argument("--gpus-per-node", type=int, default=None)
-    parser.add_argument("--nvlink-gb-s", type=float, default=None, help="per-GPU NVLink bandwidth, one direction")
-    parser.add_argument("--network-gb-s", type=float, default=None, help="per-GPU inter-node bandwidth")
+    parser.add_argument("--gpus-per-node", type=positive_int, default=None)
+    parser.add_argument("--nvlink-gb-s", type=positive_float, default=None, help="per-GPU NVLink bandwidth, one direction")
+    parser.add_argument("--network-gb-s", type=positive_float, default=None, help="per-GPU inter-node bandwidth")
     parser.add_argument("--no-flash-attention", dest="flash_attention", action="store_false",
                         help="unfused attention (stores the s x s scores)")
     parser.add_argument("--no-scatter-gather", dest="scatter_gather", action="store_false",
@@ -55,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, help_ in (("num-layers", "transformer layers"), ("hidden-size", "hidden size"),
                         ("num-heads", "attention heads"), ("num-kv-heads", "key/value heads (default: --num-heads)"),
                         ("ffn-hidden-size", "MLP hidden size"), ("vocab-size", "vocabulary size (padded as Megatron pads it)")):
-        parser.add_argument(f"--{flag}", type=int, default=None, help=f"{help_}, over the card's")
+        parser.add_argument(f"--{flag}", type=positive_int, default=None, help=f"{help_}, over the card's")
     parser.add_argument("--untie-embeddings", dest="tie_embeddings", action="store_false", default=None,
                         help="a separate output layer (over the card's tie_embeddings)")
     parser.add_argument("--tie-embeddings", dest="tie_embeddings", action="store_true")
@@ -63,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the planner against every published row (bench/RESULTS.md) and its command")
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     parser.add_argument("--search", action="store_true", help="rank every feasible layout by predicted throughput")
-    parser.add_argument("--top", type=int, default=10, help="layouts shown by --search")
+    parser.add_argument("--top", type=positive_int, default=10, help="layouts shown by --search")
     parser.add_argument("--plot", metavar="PNG", help="write a chart of the plan (or of the search) to PNG")
     parser.add_argument("--dry-run", action="store_true",
                         help="build the real model of one rank on the meta device and compare parameters")
@@ -297,6 +298,19 @@ def plot(path: str, plans: list, title: str) -> None:
     plt.close(fig)
 
 
+def check_plot_path(path: str) -> None:
+    """Refuse a --plot path that cannot be written before any work: its folder must exist."""
+    from pathlib import Path
+
+    from megazoo.core.plan.shapes import PlanError
+
+    target = Path(path)
+    if target.is_dir():
+        raise PlanError(f"--plot {path}: is a folder; give a file name such as {target / 'plan.png'}")
+    if not target.parent.is_dir():
+        raise PlanError(f"--plot {path}: the folder {target.parent} does not exist; create it first")
+
+
 def run(args: argparse.Namespace) -> int:
     from megazoo.core.plan.planner import plan
     from megazoo.core.plan.search import search
@@ -309,6 +323,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.model is None or args.gpus is None:
             raise PlanError("give a MODEL and --gpus N (or --validate for the validation table)")
+        if args.plot:
+            check_plot_path(args.plot)
         card = load_card(args.model)
         shape = build_shape(card, args)
         layout = build_layout(args)

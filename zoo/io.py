@@ -64,8 +64,14 @@ def read_meta(dir) -> dict:
     if not (path / "model.yaml").exists():
         raise _checkpoint_error()(f"{path} is not a megazoo model checkpoint: no model.yaml (create one "
                                   "with `megazoo import-hf` or a training run)")
-    meta = yaml.safe_load((path / "model.yaml").read_text()) or {}
-    if "arch" not in meta or "config" not in meta:
+    try:
+        meta = yaml.safe_load((path / "model.yaml").read_text()) or {}
+    except yaml.YAMLError as e:
+        from megazoo.core.train.user_errors import yaml_message
+
+        raise _checkpoint_error()(f"{yaml_message(path / 'model.yaml', e)}; fix the file or import the model "
+                                  f"again") from None
+    if not isinstance(meta, dict) or "arch" not in meta or not isinstance(meta.get("config"), dict):
         raise _checkpoint_error()(f"{path / 'model.yaml'} lacks 'arch' or 'config'")
     return meta
 
@@ -121,7 +127,13 @@ def load_model(dir, hf: bool = False) -> tuple[str, dict, dict[str, torch.Tensor
     weights = Path(dir) / "model.safetensors"
     if not weights.exists():
         raise _checkpoint_error()(f"{weights} is missing: the checkpoint is incomplete")
-    return meta["arch"], meta["config"], load_file(str(weights))
+    try:
+        state = load_file(str(weights))
+    except Exception as e:  # safetensors raises its own error type
+        reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+        raise _checkpoint_error()(f"{weights}: cannot read the weights ({reason}); the file is truncated or "
+                                  f"corrupted: import or export the model again") from None
+    return meta["arch"], meta["config"], state
 
 
 def model_config(dir, hf: bool = False) -> tuple[str, dict]:

@@ -58,7 +58,7 @@ def _read(path: Path) -> tuple[str, dict, dict]:
 
     try:  # any model folder, Hugging Face ones included, through the one loader
         arch, model, state = load_model(path, hf=True)
-    except (ValueError, FileNotFoundError) as e:  # CheckpointError and HFImportError are ValueErrors
+    except (ValueError, OSError) as e:  # CheckpointError and HFImportError are ValueErrors; an unreadable file
         raise ConfigError(f"train.init_from={str(path)!r}: {e}") from None
     return arch, _model_section(model), state
 
@@ -72,7 +72,7 @@ def read(path) -> tuple[str, dict]:
     path = _folder(path)
     try:
         arch, model = model_config(path, hf=True)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, OSError) as e:
         raise ConfigError(f"train.init_from={str(path)!r}: {e}") from None
     return arch, _model_section(model)
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import math
+import os
+import shutil
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -28,7 +31,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 
 from megazoo.core.checkpoint import storage as S
 from megazoo.core.checkpoint.planner import (CheckpointError, ChunkLoadPlanner, ChunkSavePlanner,
-                                             SafeFileSystemReader, safe_load_metadata)
+                                             SafeFileSystemReader, checked_metadata, safe_load_metadata)
 from megazoo.core.checkpoint.spec import SEP, Entry, Flat, Piece, flatten, rebuild
 from megazoo.core.parallel.context import ParallelContext
 
@@ -105,6 +108,46 @@ def save_checkpoint(root: str | Path, step: int, state: dict[str, Any], ctx: Par
 
 
 def _write(root: Path, step: int, flat: Flat, ctx: ParallelContext, meta: dict, keep, group) -> Path:
+    """Write and commit; on failure the half-written `iter_N.tmp` is removed (the previous
+    checkpoints are untouched) and a full disk is reported as such."""
+    try:
+        return _write_files(root, step, flat, ctx, meta, keep, group)
+    except Exception as e:
+        final = root / S.iter_name(step)
+        if ctx.rank == 0:
+            shutil.rmtree(root / (final.name + ".tmp"), ignore_errors=True)
+        if not _no_space(e):
+            raise
+        prev = S.find_latest(root)
+        kept = f"the previous checkpoint {prev} is kept" if prev is not None else "there is no earlier checkpoint"
+        raise CheckpointError(f"no space left on device while saving checkpoint {final} (it needs about "
+                              f"{checkpoint_bytes(flat) / 2**20:.1f} MiB); {kept}. Free space there or set "
+                              f"checkpoint.dir to another disk, then continue with checkpoint.resume=auto") from e
+
+
+def checkpoint_bytes(state: dict | Flat) -> int:
+    """About how many bytes a checkpoint of `state` (a state or a flattened one) takes: its
+    tensors at their global shapes (every rank's RNG state counted as this rank's)."""
+    flat = state if isinstance(state, Flat) else flatten(state)
+    entries = list(flat.tensors.values()) + list(flat.rank_tensors.values())
+    return sum(math.prod(e.global_shape) * torch.empty((), dtype=e.dtype).element_size() for e in entries)
+
+
+def _no_space(e: BaseException | None) -> bool:
+    """A full disk somewhere in the error (its chain, DCP's per-rank failures, a gathered message)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC or os.strerror(errno.ENOSPC) in str(e):
+            return True
+        failures = getattr(e, "failures", None) or {}
+        if any(_no_space(f[0] if isinstance(f, tuple) else f) for f in failures.values()):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _write_files(root: Path, step: int, flat: Flat, ctx: ParallelContext, meta: dict, keep, group) -> Path:
     distributed = _distributed(ctx)
     final = root / S.iter_name(step)
     tmp = root / (final.name + ".tmp")
@@ -203,8 +246,8 @@ def open_checkpoint(path: str | Path) -> tuple[Path, dict]:
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint {path} does not exist")
-    if not (path / S.META).exists() and not path.name.endswith(".tmp"):
-        latest = S.find_latest(path)
+    if not (path / S.META).exists() and not path.name.endswith(".tmp") and not S.ITER.match(path.name):
+        latest = S.newest_checkpoint(path)
         if latest is None:
             raise CheckpointError(f"{path} holds no complete checkpoint (no iter_N directory with a meta.json)")
         path = latest
@@ -212,7 +255,8 @@ def open_checkpoint(path: str | Path) -> tuple[Path, dict]:
         raise CheckpointError(f"{path} is an unfinished save (crashed or in progress); load a complete iter_N")
     meta = S.read_meta(path)
     if meta is None:
-        raise CheckpointError(f"{path / S.META} is missing or not a complete megazoo checkpoint record")
+        raise CheckpointError(f"{path / S.META} is missing, truncated or not a complete megazoo checkpoint record; "
+                              f"load another checkpoint of the run (its folder lists them)")
     if meta.get("version", 0) > S.VERSION:
         raise CheckpointError(f"{path} has checkpoint format version {meta['version']}; this megazoo reads "
                               f"up to {S.VERSION}: upgrade megazoo")
@@ -246,8 +290,9 @@ def _jsonable(v):
 
 
 def verify_files(path: Path, meta: dict, ctx: ParallelContext, checksums: bool = True, group=None) -> None:
-    """Every file of the manifest present with its size; checksums spread over the ranks."""
-    names = sorted(meta["files"])
+    """Every file of the manifest a plain name inside the checkpoint folder (checked before any
+    is opened), present with its size; checksums spread over the ranks."""
+    names = sorted(S.manifest(path, meta))
     for name in names:
         p, want = path / name, meta["files"][name]["bytes"]
         if not p.exists():
@@ -261,6 +306,7 @@ def verify_files(path: Path, meta: dict, ctx: ParallelContext, checksums: bool =
             if S.crc32_file(path / name) != meta["files"][name]["crc32"]:
                 err = err or f"checkpoint {path}: file {name} is corrupted (crc32 checksum mismatch)"
     _raise_first(_all_gather(err, ctx, group))
+    checked_metadata(path, set(names))  # the data files DCP will open: inside the folder, checksummed
 
 
 def load_checkpoint(path: str | Path, state: dict[str, Any], ctx: ParallelContext, expect: dict | None = None,
@@ -297,8 +343,8 @@ def load_checkpoint(path: str | Path, state: dict[str, Any], ctx: ParallelContex
     if same:
         entries.update({_rank_prefix(ctx.rank) + k: e for k, e in flat.rank_tensors.items()})
     with dcp_errors():
-        dcp.load(entries, storage_reader=SafeFileSystemReader(path), planner=ChunkLoadPlanner(entries),
-                 process_group=group, no_dist=not _distributed(ctx))
+        dcp.load(entries, storage_reader=SafeFileSystemReader(path, S.manifest(path, meta)),
+                 planner=ChunkLoadPlanner(entries), process_group=group, no_dist=not _distributed(ctx))
     values = dict(meta["json"])
     if same:
         values.update(meta["per_rank_json"][ctx.rank])

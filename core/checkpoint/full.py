@@ -12,6 +12,7 @@ from typing import Any
 import torch
 import torch.distributed.checkpoint as dcp
 
+from megazoo.core.checkpoint import storage as S
 from megazoo.core.checkpoint.api import _write, dcp_errors, open_checkpoint, verify_files
 from megazoo.core.checkpoint.planner import ChunkLoadPlanner, SafeFileSystemReader
 from megazoo.core.checkpoint.spec import SEP, Entry, Piece, flatten
@@ -40,7 +41,8 @@ def load_full_model_state(ckpt_dir: str | Path, verify: bool = True) -> tuple[di
             entries[key] = Entry(key, tuple(t["shape"]), full.dtype, [Piece((0,) * full.dim(), tuple(full.shape), full)]
                                  if full.numel() else [])
     with dcp_errors():
-        dcp.load(entries, storage_reader=SafeFileSystemReader(path), planner=ChunkLoadPlanner(entries), no_dist=True)
+        dcp.load(entries, storage_reader=SafeFileSystemReader(path, S.manifest(path, meta)),
+                 planner=ChunkLoadPlanner(entries), no_dist=True)
     info = {"path": str(path), "step": meta["step"], "meta": meta["meta"], "layout": meta["layout"]}
     return info, {k[len(MODEL) + 1:]: e.pieces[0].view if e.pieces else torch.empty(e.global_shape)
                   for k, e in entries.items()}

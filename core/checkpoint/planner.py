@@ -153,11 +153,36 @@ def safe_load_metadata(path: pathlib.Path) -> Metadata:
     return md
 
 
+def checked_metadata(folder: pathlib.Path, allowed=None) -> Metadata:
+    """The checkpoint's DCP metadata, safely unpickled, once every data file it names is known to
+    be a plain name inside `folder` (and, given `allowed`, a file of the manifest, so checksummed).
+    Called before DCP's own load, so a refusal is one clean error rather than DCP's retries."""
+    from megazoo.core.fs import inside
+
+    if not inside(folder, ".metadata") or (allowed is not None and ".metadata" not in allowed):
+        raise CheckpointError(f"checkpoint {folder}: its .metadata is not a checksummed file inside the folder; "
+                              f"refusing to read it (the checkpoint is damaged or crafted)")
+    md = safe_load_metadata(folder / ".metadata")
+    for info in (md.storage_data or {}).values():
+        name = getattr(info, "relative_path", None)
+        if not inside(folder, name) or (allowed is not None and name not in allowed):
+            raise CheckpointError(f"checkpoint metadata {folder / '.metadata'} names the data file "
+                                  f"{str(name)[:120]!r}, which is not a file of the checkpoint {folder}; "
+                                  f"refusing to read it (the checkpoint is damaged or crafted)")
+    return md
+
+
 class SafeFileSystemReader(FileSystemReader):
-    """FileSystemReader whose `.metadata` pickle is loaded with an allow-list unpickler."""
+    """FileSystemReader whose `.metadata` pickle is loaded with an allow-list unpickler, and whose
+    data files must be plain names inside the checkpoint folder (and, given `allowed`, files of
+    its manifest, so checksummed): a crafted `.metadata` cannot point the reader elsewhere."""
+
+    def __init__(self, path, allowed=None):
+        super().__init__(path)
+        self.allowed = None if allowed is None else set(allowed)
 
     def read_metadata(self, *args, **kwargs) -> Metadata:
-        md = safe_load_metadata(pathlib.Path(self.path) / ".metadata")
+        md = checked_metadata(pathlib.Path(self.path), self.allowed)
         if getattr(md, "storage_meta", None) is None:
             md.storage_meta = StorageMeta()
         md.storage_meta.load_id = self.load_id

@@ -11,6 +11,12 @@ at any moment therefore leaves either the old set of checkpoints or the old set 
 Discovery does not trust `latest` alone: the newest `iter_N` holding a complete meta.json wins, so
 a crash between the rename and the marker update loses nothing. Old checkpoints are removed by
 renaming them to `*.deleting` first, so a half-deleted directory is never taken for a checkpoint.
+
+Since a save never leaves an `iter_N` without its meta.json, an `iter_N` that cannot be read is
+damage, never skipped: `newest_checkpoint` (what `resume=auto` and a root path load) stops naming
+it and the older complete one. `latest` may lag one checkpoint behind the scan (a kill between the
+rename and the marker update); any other disagreement (a marker naming something newer than every
+complete checkpoint, or no checkpoint at all) is an error too.
 """
 
 from __future__ import annotations
@@ -22,13 +28,14 @@ import shutil
 import zlib
 from pathlib import Path
 
-from megazoo.core.fs import fsync_path, write_text_atomic
+from megazoo.core.checkpoint.planner import CheckpointError
+from megazoo.core.fs import fsync_path, inside, write_text_atomic
 
 META = "meta.json"
 LATEST = "latest"
 FORMAT = "megazoo-checkpoint"
 VERSION = 1
-_ITER = re.compile(r"^iter_(\d{7,})$")
+ITER = re.compile(r"^iter_(\d{7,})$")
 
 
 def iter_name(step: int) -> str:
@@ -52,6 +59,22 @@ def crc32_file(path: Path, block: int = 1 << 22) -> int:
     return crc
 
 
+def manifest(ckpt: Path, meta: dict) -> dict:
+    """meta.json's file manifest (name -> {"bytes", "crc32"}), every name confined to the checkpoint
+    folder; checked before any file is opened (CheckpointError otherwise)."""
+    files = meta.get("files")
+    if not isinstance(files, dict):
+        raise CheckpointError(f"{Path(ckpt) / META} has no file manifest: it is not a complete megazoo "
+                              f"checkpoint record")
+    for name, entry in files.items():
+        if not inside(ckpt, name):
+            raise CheckpointError(f"{Path(ckpt) / META} names the file {str(name)[:120]!r}, which is not a file "
+                                  f"inside {ckpt}; refusing to open it (the checkpoint is damaged or crafted)")
+        if not (isinstance(entry, dict) and all(isinstance(entry.get(k), int) for k in ("bytes", "crc32"))):
+            raise CheckpointError(f"{Path(ckpt) / META}: the manifest entry of {name} lacks its size or checksum")
+    return files
+
+
 def read_meta(ckpt: Path) -> dict | None:
     """The parsed meta.json of a committed checkpoint, or None when absent or unreadable."""
     try:
@@ -60,7 +83,14 @@ def read_meta(ckpt: Path) -> dict | None:
         return None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or not meta.get("complete"):
         return None
+    if not all(isinstance(meta.get(k), t) for k, t in _RECORD.items()):  # damaged or hand-edited
+        return None
     return meta
+
+
+# the fields of a complete meta.json that loading reads, and their types
+_RECORD = {"step": int, "layout": dict, "meta": dict, "json": dict, "per_rank_json": list, "files": dict,
+           "tensors": dict}
 
 
 def list_checkpoints(root: Path) -> list[tuple[int, Path]]:
@@ -70,7 +100,7 @@ def list_checkpoints(root: Path) -> list[tuple[int, Path]]:
         return []
     found = []
     for p in root.iterdir():
-        m = _ITER.match(p.name)
+        m = ITER.match(p.name)
         if m and p.is_dir() and read_meta(p) is not None:
             found.append((int(m.group(1)), p))
     return sorted(found)
@@ -80,6 +110,47 @@ def find_latest(root: Path) -> Path | None:
     """The newest complete checkpoint under `root` (None when there is none)."""
     found = list_checkpoints(root)
     return found[-1][1] if found else None
+
+
+def iter_dirs(root: Path) -> list[tuple[int, Path]]:
+    """(step, path) of every `iter_N` under `root`, complete or not, oldest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted((int(m.group(1)), p) for p in root.iterdir() if (m := ITER.match(p.name)))
+
+
+def newest_checkpoint(root: Path) -> Path | None:
+    """The newest checkpoint under `root` (None when there is none), refusing to skip damage: the
+    newest `iter_N` must be complete and `latest` must not name anything newer (CheckpointError
+    naming the folder at fault, the older complete checkpoint and how to choose it)."""
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    found = iter_dirs(root)
+    complete = [(step, p) for step, p in found if p.is_dir() and read_meta(p) is not None]
+    older = complete[-1][1] if complete else None
+    choose = (f"resume from the older complete checkpoint by naming it (checkpoint.resume={older}), or "
+              if older is not None else "there is no older complete checkpoint: ")
+    if found and (older is None or found[-1][1] != older):
+        bad = found[-1][1]
+        raise CheckpointError(f"checkpoint {bad} is unreadable ({bad / META} is missing, truncated or not a "
+                              f"complete megazoo checkpoint record); {choose}move {bad} aside after checking it")
+    try:
+        marker = (root / LATEST).read_text().strip()
+    except FileNotFoundError:
+        return older
+    except (OSError, ValueError) as e:  # a folder, unreadable, not text
+        raise CheckpointError(f"{root / LATEST} cannot be read ({e}); fix or delete the file") from None
+    m = ITER.match(marker)
+    if m is None:
+        raise CheckpointError(f"{root / LATEST} holds {marker[:80]!r}, not a checkpoint name (iter_N); fix or "
+                              f"delete the file")
+    if older is None or int(m.group(1)) > complete[-1][0]:
+        what = f"the newest complete checkpoint is {older}" if older is not None else "there is no complete checkpoint"
+        raise CheckpointError(f"{root / LATEST} names {marker}, but {root / marker} is not a complete checkpoint "
+                              f"and {what} (a checkpoint was removed or damaged); {choose}restore {root / marker}")
+    return older
 
 
 def stale_dirs(root: Path) -> list[Path]:
@@ -139,11 +210,11 @@ def resolve_resume(root: Path | str | None, resume: str | os.PathLike | None) ->
     if resume is None or str(resume) == "none":
         return None
     if str(resume) == "auto":
-        return find_latest(Path(root)) if root is not None else None
+        return newest_checkpoint(Path(root)) if root is not None else None
     path = Path(resume)
     if (path / META).exists():
         return path
-    latest = find_latest(path)
+    latest = newest_checkpoint(path)
     if latest is None:
         raise FileNotFoundError(f"checkpoint.resume={resume}: no complete checkpoint there (a directory "
                                 f"iter_N with a meta.json, or a folder of them); use resume=auto or none")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from megazoo.core.argtypes import nonnegative_int, positive_int
 from megazoo.core.data.errors import DataError
 
 
@@ -24,9 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokenizer", default="gpt2",
                         help="gpt2 | bert-wordpiece[-cased][:VOCAB_TXT] | sentencepiece[:MODEL] | hf:DIR "
                              "(default: gpt2)")
-    parser.add_argument("--vocab-extra-ids", type=int, default=0, metavar="N",
+    parser.add_argument("--vocab-extra-ids", type=nonnegative_int, default=0, metavar="N",
                         help="add N T5 sentinel tokens <extra_id_0..N-1> to the vocabulary")
-    parser.add_argument("--workers", type=int, default=1, metavar="N", help="tokeniser processes")
+    parser.add_argument("--workers", type=positive_int, default=1, metavar="N", help="tokeniser processes")
     parser.add_argument("--append-eod", action="store_true", help="end every document with the EOD token")
     parser.add_argument("--split-sentences", action="store_true",
                         help="store each sentence as its own sequence (needed for BERT/T5 samples)")

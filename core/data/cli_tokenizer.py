@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from megazoo.core.argtypes import nonnegative_int, positive_int
+
 PROG = "megazoo tokenizer"
 
 
@@ -25,10 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="wordpiece (BERT), bpe (GPT-2 byte-level) or sentencepiece")
     train.add_argument("--input", nargs="+", required=True, metavar="FILE",
                        help=".txt (a text per non-empty line) or .jsonl (a JSON object per line) files")
-    train.add_argument("--vocab-size", type=int, required=True, help="tokens in the vocabulary, specials included")
+    train.add_argument("--vocab-size", type=positive_int, required=True, help="tokens in the vocabulary, specials included")
     train.add_argument("--out", required=True, help="the folder to create (must not exist, or be empty)")
     train.add_argument("--lowercase", action="store_true", help="lowercase text first (wordpiece, bpe)")
-    train.add_argument("--min-frequency", type=int, default=2,
+    train.add_argument("--min-frequency", type=nonnegative_int, default=2,
                        help="fewest occurrences for a merge/word to enter the vocabulary (default 2; "
                             "not sentencepiece)")
     train.add_argument("--special-tokens", nargs="+", default=[], metavar="TOKEN",

@@ -38,7 +38,7 @@ def _run_here(cfg_dict: dict) -> int:
     from megazoo.core.train.trainer import TrainingStopped, train
 
     cfg = cfg_dict if isinstance(cfg_dict, RunConfig) else RunConfig.from_dict(cfg_dict)
-    return run_in_rank("megazoo train", lambda rank: train(cfg), (TrainingStopped, ValueError, FileNotFoundError))
+    return run_in_rank("megazoo train", lambda rank: train(cfg), (TrainingStopped,), run_dir=cfg.run_dir())
 
 
 def launch(cfg, nproc: int) -> int:

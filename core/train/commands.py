@@ -12,13 +12,19 @@ import argparse
 import os
 import sys
 
+from megazoo.core.argtypes import positive_int
+
+
+# the run directory of the recipe command running in this process (one process, or a rank under torchrun)
+_RUN: dict = {}
+
 
 def add_recipe_arguments(parser: argparse.ArgumentParser, recipe_help: str, set_example: str) -> None:
     """RECIPE, --set and --nproc: the arguments of every recipe-driven command."""
     parser.add_argument("recipe", help=recipe_help)
     parser.add_argument("--set", dest="overrides", nargs="+", action="append", default=[], metavar="KEY=VALUE",
                         help=f"dotted overrides, e.g. --set {set_example} (repeatable)")
-    parser.add_argument("--nproc", type=int, default=None, help="number of local ranks to start")
+    parser.add_argument("--nproc", type=positive_int, default=None, help="number of local ranks to start (>= 1)")
 
 
 def run_recipe_command(args, prog: str, load, run_here) -> int:
@@ -29,21 +35,23 @@ def run_recipe_command(args, prog: str, load, run_here) -> int:
     `run_here` must be a module-level function (ranks import it)."""
     from megazoo.core.parallel.launch import launch_local
     from megazoo.core.train.errors import ConfigError
+    from megazoo.core.train.user_errors import one_line
 
     overrides = [item for group in args.overrides for item in group]
     env_world = int(os.environ.get("WORLD_SIZE", "1"))
     under_launcher = "LOCAL_RANK" in os.environ and env_world > 1
-    nproc = args.nproc or 1
-    if nproc < 1:
+    nproc = 1 if args.nproc is None else args.nproc
+    if nproc < 1:  # argparse checks it (positive_int); a caller may build args itself
         print(f"{prog}: error: --nproc must be >= 1, got {nproc}", file=sys.stderr)
         return 2
     try:
         cfg = load(args.recipe, overrides)
         cfg.validate(env_world if under_launcher else nproc)
     except ConfigError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     if under_launcher or nproc == 1:
+        _RUN["dir"] = cfg.run_dir()  # named by run_in_rank on Ctrl-C, whichever command's run_here calls it
         return run_here(cfg)  # the validated config itself: this process does not validate it again
     return launch_local(_rank_entry, (run_here, cfg.to_dict()), nproc, prog, cfg.run_dir())
 
@@ -57,19 +65,34 @@ def _rank_entry(job) -> int:
     return code
 
 
-def run_in_rank(prog: str, body, errors: tuple = (ValueError, FileNotFoundError)) -> int:
+def run_in_rank(prog: str, body, errors: tuple = (), run_dir=None) -> int:
     """In this process (alone, or one rank started by a launcher): set up the rank, run
-    body(rank), report an expected error from rank 0 as `prog: error: ...` and return 1; 0 when
-    the body succeeds. The `run_here` functions of recipe commands are built on it."""
+    body(rank) and return 0; a known error (core/train/user_errors.py, or one of `errors`) is
+    reported from rank 0 as one line `prog: error: ...` and returns 1 (the run started, so it is a
+    runtime failure: a full disk, a permission lost, a NaN), or 2 for a ValueError (ConfigError,
+    CheckpointError, a reader's error: what the user gave is wrong, e.g. a run directory that holds
+    another run or a damaged checkpoint) unless an OSError caused it; Ctrl-C returns 130 and names `run_dir`, where the partial run is. The
+    `run_here` functions of recipe commands are built on it."""
     from megazoo.core.parallel.launch import setup_rank, teardown_rank
+    from megazoo.core.train.user_errors import classify, debug, one_line
 
     rank, world = setup_rank()
     try:
         body(rank)
-    except errors as e:
+    except KeyboardInterrupt:
+        run_dir = run_dir if run_dir is not None else _RUN.get("dir")
         if rank == 0:
-            print(f"{prog}: error: {e}", file=sys.stderr)
-        return 1
+            where = f" The partial run is in {run_dir} (its last complete checkpoint, if any, resumes with " \
+                    "checkpoint.resume=auto)" if run_dir is not None else ""
+            print(f"\n{prog}: interrupted.{where}", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - known errors become one line; a bug keeps its traceback
+        known = None if debug() else classify(e)
+        if known is None and not isinstance(e, errors):
+            raise
+        if rank == 0:
+            print(f"{prog}: error: {known[1] if known else one_line(str(e))}", file=sys.stderr)
+        return 2 if isinstance(e, ValueError) and not isinstance(e.__cause__, OSError) else 1
     finally:
         teardown_rank(world)
     return 0

@@ -23,6 +23,7 @@ from megazoo.core.train import models  # the entry-point lookup; models.py never
 from megazoo.core.train.config_checks import check_type, unknown_key
 from megazoo.core.train.errors import ConfigError
 from megazoo.core.train.recipes import recipe_dir, resolve_recipe  # noqa: F401  (recipe_dir: re-exported)
+from megazoo.core.train.user_errors import yaml_message
 
 
 @dataclass
@@ -126,6 +127,7 @@ class RunConfig:
         cfg = cls()
         for key, value in d.items():
             cfg.set(key, value, where)
+        cfg.resolve_data()
         return cfg
 
     @classmethod
@@ -137,13 +139,28 @@ class RunConfig:
             try:
                 data = yaml.safe_load(path.read_text()) or {}
             except yaml.YAMLError as e:
-                raise ConfigError(f"{path}: not valid YAML: {e}") from None
+                raise ConfigError(yaml_message(path, e)) from None
             cfg = cls.from_dict(data, where=str(path))
-            if "name" not in data:
+            if isinstance(data, dict) and "name" not in data:
                 cfg.name = path.stem
         for item in overrides or []:
             cfg.apply_override(item)
+        cfg.resolve_data()
         return cfg
+
+    def resolve_data(self) -> None:
+        """A given data.path wins over data.synthetic (a recipe like gpt-tiny sets synthetic: true;
+        `--set data.path=...` on it means: train on that data, not on random tokens)."""
+        if self.data.synthetic and self.data.path not in (None, "", []):
+            self.data.synthetic = False
+
+    def describe_data(self) -> str:
+        """What the run trains on, for the summary: synthetic tokens, the given path(s), or the corpus."""
+        if self.data.synthetic:
+            return "synthetic random tokens (data.synthetic=true)"
+        if self.data.path not in (None, "", []):
+            return f"{self.data.path} (tokenizer {self.data.tokenizer})"
+        return f"the embedded {self.data.corpus!r} corpus (tokenizer {self.data.tokenizer}; set data.path for yours)"
 
     def apply_override(self, item: str) -> None:
         if "=" not in item:
@@ -226,7 +243,11 @@ class RunConfig:
         return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[self.precision.dtype]
 
     def run_dir(self) -> Path:
-        return Path(self.log.dir) if self.log.dir else Path("runs") / self.name
+        if self.log.dir:
+            return Path(self.log.dir)
+        from megazoo.core.train.rundir import check_name
+
+        return Path("runs") / check_name(self.name)  # a name like ../x cannot leave runs/
 
     def checkpoint_dir(self) -> Path:
         return Path(self.checkpoint.dir) if self.checkpoint.dir else self.run_dir() / "checkpoints"
@@ -237,6 +258,7 @@ class RunConfig:
     # validation -------------------------------------------------------------------------------
     def validate(self, world_size: int = 1):
         """Check everything that can be checked before a rank starts; return the model builder."""
+        self.run_dir()  # a run name that would place the run outside runs/ fails here
         try:
             dp = self.parallel.validate(world_size)
         except ParallelConfigError as e:

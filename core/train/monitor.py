@@ -115,6 +115,7 @@ class Monitor:
         h = [r for r in self.history if math.isfinite(r["loss"])]
         lines = [f"run          {info.get('name')}  ({info.get('layout')})",
                  f"model        {info.get('model')}",
+                 f"data         {info.get('data')}",
                  f"steps        {info.get('steps')}  ({info.get('skipped', 0)} skipped)  in {info.get('wall_s', 0):.1f} s"]
         if h:
             tail = h[-min(len(h), 5):]

@@ -24,7 +24,7 @@ from megazoo.core.optim import AdamWSettings, ConstantScaler, DynamicScaler, LRS
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.device import synchronize
 from megazoo.core.parallel.pipeline import forward_backward
-from megazoo.core.train import checkpointing
+from megazoo.core.train import checkpointing, rundir
 from megazoo.core.train.config import RunConfig
 from megazoo.core.train.errors import ConfigError
 from megazoo.core.train.data import Batches, build_sources
@@ -73,8 +73,10 @@ class Trainer:
         self.chunks = self.builder.chunks(ctx, t.seed)
         for c in self.chunks:
             c.train()
+        rundir.check_writable(cfg, monitor and self.is_logger)  # before the first step, not after the last
         # a run's own checkpoint wins over train.init_from (a resumed fine-tune continues itself)
         resume_folder = checkpointing.find_checkpoint(cfg.checkpoint.resume, cfg.checkpoint_dir())
+        rundir.check_one_run(cfg, resume_folder, monitor)  # before anything is written: one run per folder
         self.init_report = None
         if t.init_from and resume_folder is None:
             self.init_report = self.builder.load_weights(self.chunks, t.init_from, ctx)
@@ -107,6 +109,7 @@ class Trainer:
         self.consumed_tokens = 0  # real (unpadded-length) tokens; on resume: samples x seq_length
         self.skipped = 0
         self.losses: list[float] = []
+        rundir.check_space(cfg, checkpointing.training_state(self))  # the first save must fit on its disk
         self.run_dir = cfg.run_dir()
         self.best = checkpointing.BestTracker(cfg)
         # peak FLOP/s: rank 0 measures while the others wait, so the measurement has the machine
@@ -302,7 +305,7 @@ class Trainer:
                                          "model": f"{self.builder.to_dict().get('arch')} "
                                                   f"{self.builder.num_parameters(self.ctx.tp):,} parameters",
                                          "peak": f"{self.peak / 1e12:.3f} TFLOP/s ({self.peak_source})",
-                                         "checkpoints": cfg.checkpoint.save})
+                                         "checkpoints": cfg.checkpoint.save, "data": cfg.describe_data()})
             print(text, flush=True)
         return summary
 

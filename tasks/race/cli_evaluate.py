@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from megazoo.core.argtypes import positive_int
+
 PROG = "megazoo task race evaluate"
 
 
@@ -20,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                      "FILE.predictions.json beside it")
     parser.add_argument("--split", default="test", help="train, dev or test (default test); 'none' when --data "
                                                         "is already one split's folder")
-    parser.add_argument("--batch", type=int, default=8, help="questions per forward pass")
+    parser.add_argument("--batch", type=positive_int, default=8, help="questions per forward pass")
 
 
 def run(args) -> int:

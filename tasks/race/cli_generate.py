@@ -6,13 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from megazoo.core.argtypes import positive_int
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", help="the folder to write RACE/{train,dev,test}/{middle,high}/*.txt into")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--articles", type=int, default=400, help="training articles (dev and test get 15%% each)")
-    parser.add_argument("--words", type=int, default=80, help="about how many words a high-school article has")
-    parser.add_argument("--questions", type=int, default=3, help="questions per article")
+    parser.add_argument("--articles", type=positive_int, default=400, help="training articles (dev and test get 15%% each)")
+    parser.add_argument("--words", type=positive_int, default=80, help="about how many words a high-school article has")
+    parser.add_argument("--questions", type=positive_int, default=3, help="questions per article")
 
 
 def run(args) -> int:

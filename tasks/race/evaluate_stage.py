@@ -28,18 +28,25 @@ def read_race_meta(checkpoint) -> tuple[Path, dict]:
     if not path.exists():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
     if (path / "model.yaml").is_file() or (path / "config.json").is_file():
-        raise NotRaceCheckpoint(f"{path} is a model folder, not a RACE training checkpoint; fine-tune it with "
-                                f"`megazoo task race finetune race --set train.init_from={path}`")
+        kind = "a Hugging Face" if (path / "config.json").is_file() else "an imported (import-hf)"
+        raise NotRaceCheckpoint(f"{path} is {kind} model folder without the RACE head, not a RACE training "
+                                f"checkpoint; fine-tune it first with `megazoo task race finetune race --set "
+                                f"train.init_from={path}`")
+    if (path / "checkpoints").is_dir() and not any(path.glob("iter_*")):
+        path = path / "checkpoints"  # a run folder: its checkpoints
     try:
         resolved, record = open_checkpoint(path)
     except CheckpointError as e:
-        raise NotRaceCheckpoint(str(e)) from None
+        raise NotRaceCheckpoint(f"{e}; `task race evaluate` reads a RACE run's checkpoints/ (made by "
+                                f"`megazoo task race finetune`)") from None
     meta = record.get("meta") or {}
     task = meta.get("task")
     name = task.get("name") if isinstance(task, dict) else task
     if name != "race" or not isinstance(meta.get("model"), dict):
-        raise NotRaceCheckpoint(f"{path}: not a RACE checkpoint (its task is {name!r}); fine-tune one with "
-                                f"`megazoo task race finetune RECIPE`")
+        what = f"a {name} fine-tuning" if name else f"a {meta.get('arch') or 'model'} pretraining"
+        raise NotRaceCheckpoint(f"{path}: not a RACE checkpoint (its task is {name!r}): {what} checkpoint, without the "
+                                f"RACE head; fine-tune it first with `megazoo task race finetune race --set "
+                                f"train.init_from={path}`")
     return resolved, meta
 
 

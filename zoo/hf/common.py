@@ -80,22 +80,44 @@ class HFSource:
     extra: dict = field(default_factory=dict)
 
 
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _load(loader, file: Path) -> dict[str, torch.Tensor]:
+    """One weights file, or an HFImportError naming it (truncated, corrupted, not weights)."""
+    try:
+        return loader(str(file))
+    except Exception as e:  # safetensors and torch.load raise their own types
+        raise HFImportError(f"{file}: cannot read the weights ({_first_line(e)}); the file is truncated or "
+                            f"corrupted: download or save it again") from None
+
+
 def _read_weights(path: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
+
+    from megazoo.core.fs import inside
 
     for index_name, loader in (("model.safetensors.index.json", load_file),
                                ("pytorch_model.bin.index.json", lambda f: torch.load(f, map_location="cpu", weights_only=True))):
         index = path / index_name
         if index.exists():
-            files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            weight_map = _json(index).get("weight_map")
+            if not isinstance(weight_map, dict):
+                raise HFImportError(f"{index}: no weight_map (tensor name -> file); the index is damaged")
+            files = sorted(set(map(str, weight_map.values())))
+            for f in files:  # a name leading out of the folder is refused before anything is opened
+                if not inside(path, f):
+                    raise HFImportError(f"{index} names the file {f[:120]!r}, which is not a file inside {path}; "
+                                        f"refusing to read it")
             out = {}
             for f in files:
-                out.update(loader(str(path / f)))
+                out.update(_load(loader, path / f))
             return out
     if (path / "model.safetensors").exists():
-        return load_file(str(path / "model.safetensors"))
+        return _load(load_file, path / "model.safetensors")
     if (path / "pytorch_model.bin").exists():
-        return torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        return _load(lambda f: torch.load(f, map_location="cpu", weights_only=True), path / "pytorch_model.bin")
     raise HFImportError(f"no weights in {path}: expected model.safetensors (or a sharded index, or "
                         "pytorch_model.bin); pass gguf_file= for a GGUF file")
 
@@ -134,12 +156,28 @@ def read_hf(src, supported: list[str], gguf_file: str | None = None) -> HFSource
         model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf_file, dtype=torch.float32).eval()
         return HFSource(model.config, {k: v.detach() for k, v in model.state_dict().items()}, path, gguf_file,
                         extra={"model": model})  # dequantised once; callers may reuse it
-    raw = json.loads((path / "config.json").read_text())
+    raw = _json(path / "config.json")
     _check_type(raw.get("model_type"), supported, f"{path / 'config.json'}")
     from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(path)
+    try:
+        config = AutoConfig.from_pretrained(path)
+    except Exception as e:  # a value transformers cannot take: one line naming the file
+        raise HFImportError(f"{path / 'config.json'}: {_first_line(e)}") from None
     return HFSource(config, _read_weights(path), path)
+
+
+def _json(file: Path) -> dict:
+    """A JSON object file, or an HFImportError `file:line: problem`."""
+    try:
+        data = json.loads(file.read_text())
+    except json.JSONDecodeError as e:
+        raise HFImportError(f"{file}:{e.lineno}: not valid JSON ({e.msg}); fix the file or download it again") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise HFImportError(f"{file}: cannot be read ({e})") from None
+    if not isinstance(data, dict):
+        raise HFImportError(f"{file}:1: expected a JSON object, got {type(data).__name__}")
+    return data
 
 
 def _check_type(model_type, supported, where):
