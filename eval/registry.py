@@ -53,7 +53,10 @@ def model_kind(entry: dict) -> str:
     if (cfg or {}).get("task_head", "none") not in (None, "none"):
         try:
             _, record = open_checkpoint(entry["checkpoint"])
-            task = ((record.get("meta") or {}).get("task") or {}).get("name")
+            meta_task = (record.get("meta") or {}).get("task") or {}
+            task = meta_task.get("name")
+            if task and meta_task.get("kind"):  # a task of several kinds (biomed: ner, re, qa) -> "biomed-ner"
+                task = f"{task}-{meta_task['kind']}"
         except Exception:  # an import-hf folder with a head: no run metadata
             task = None
         return task or f"{arch}-{cfg['task_head']}"

@@ -1,0 +1,46 @@
+"""`megazoo task biomed finetune RECIPE [--set k=v ...] [--nproc N]`: `megazoo train RECIPE` for biomed.
+
+The run is the core trainer's; this stage only makes sure the recipe is a biomed one (a recipe
+of another task is refused before any rank starts) and names its kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+PROG = "megazoo task biomed finetune"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from megazoo.core.train.cli import add_recipe_arguments
+
+    add_recipe_arguments(parser, "a YAML recipe path or a shipped recipe name (biomed-ner, biomed-re, biomed-qa)",
+                         "train.epochs=1 parallel.tp=2")
+
+
+def load_biomed_recipe(recipe, overrides=None):
+    """RunConfig.load, then task.name checked (biomed) and task.kind required."""
+    from megazoo.core.train.config import ConfigError, RunConfig
+
+    cfg = RunConfig.load(recipe, overrides)
+    name = cfg.task.get("name")
+    if name != "biomed":
+        raise ConfigError(f"the recipe's task.name is {name!r}, this stage fine-tunes biomed tasks (task.name: biomed, "
+                          f"task.kind: ner|re|qa); start from biomed-ner, biomed-re or biomed-qa")
+    return cfg
+
+
+def run(args) -> int:
+    from megazoo.core.train.cli import run_recipe_command
+
+    return run_recipe_command(args, PROG, load_biomed_recipe, _run_here)
+
+
+def _run_here(cfg) -> int:
+    from megazoo.core.train.cli import run_in_rank
+    from megazoo.core.train.config import RunConfig
+    from megazoo.core.train.trainer import TrainingStopped, train
+
+    if not isinstance(cfg, RunConfig):
+        cfg = RunConfig.from_dict(cfg)
+    return run_in_rank(PROG, lambda rank: train(cfg), (TrainingStopped, ValueError, FileNotFoundError))

@@ -1,0 +1,41 @@
+"""The biomed evaluations for `megazoo eval leaderboard` (entry points megazoo.evaluations:
+biomed-ner, biomed-re, biomed-qa).
+
+A suite entry `{name: biomed-ner, path: DATA, split: test}` scores every model of the suite that
+was fine-tuned with `task: biomed, kind: ner` (the model kind `biomed-ner`); likewise re and qa.
+`path` is a data file or a release folder (its `split`, default test). The metrics are the
+evaluate stage's: precision, recall, f1 (headline f1) or strict_accuracy (headline),
+lenient_accuracy, mrr.
+"""
+
+from __future__ import annotations
+
+from megazoo.eval.registry import Evaluation
+from megazoo.tasks.biomed.evaluate import HEADLINE, METRICS
+
+
+def runner(kind: str):
+    def run(checkpoint: str, path: str, entry: dict) -> dict:
+        from megazoo.tasks.biomed.evaluate_stage import evaluate_checkpoint
+
+        r = evaluate_checkpoint(path, checkpoint, kind, entry.get("split", "test"), entry.get("batch_size", 32))
+        return {**r["metrics"], "n": len(r["examples"])}
+
+    return run
+
+
+DATA = {"ner": "BioBERT NER TSV (test.tsv, or a folder with train/devel/test.tsv)",
+        "re": "BLUE ChemProt TSV (test.tsv, or a folder with train/dev/test.tsv)",
+        "qa": "BioASQ factoid SQuAD-v1.1 JSON (test.json, or a folder with train/dev/test.json)"}
+
+
+def evaluation(kind: str) -> Evaluation:
+    return Evaluation(name=f"biomed-{kind}", data=DATA[kind], metrics=METRICS[kind], headline=HEADLINE[kind],
+                      run=runner(kind), kinds=(f"biomed-{kind}",),
+                      options={"split": "the split when path is a folder (default test)",
+                               "batch_size": "rows per forward pass (default 32)"})
+
+
+NER = evaluation("ner")
+RE = evaluation("re")
+QA = evaluation("qa")
