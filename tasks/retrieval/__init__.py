@@ -1,0 +1,19 @@
+"""Open-domain neural retrievers (Sachan et al., ACL 2021) on the core trainer: a BERT bi-encoder
+trained with the inverse cloze task or DPR-style supervision, a faiss evidence index, and DPR's
+top-k evaluation.
+
+    from megazoo.tasks.retrieval import read_passages, read_qas, has_answer, top_k_accuracy
+    passages = read_passages("psgs_w100.tsv")        # id<TAB>text<TAB>title, header skipped
+    questions = read_qas("nq-test.csv")              # or nq-*.json
+    has_answer(["Mary Shelley"], passage.text)       # DPR's tokenised sub-sequence match
+
+Training is a recipe for the core trainer (`task: retrieval`, megazoo.tasks.retrieval.builder);
+the stages are `megazoo task retrieval pretrain|finetune|index|evaluate|generate ...` (cli.py).
+"""
+
+from megazoo.tasks.retrieval.data import (Passage, Question, RetrievalFormatError, read_dpr_json, read_passages,
+                                          read_qas, read_qas_csv)
+from megazoo.tasks.retrieval.evaluate import has_answer, simple_tokens, top_k_accuracy
+
+__all__ = ["Passage", "Question", "RetrievalFormatError", "has_answer", "read_dpr_json", "read_passages", "read_qas",
+           "read_qas_csv", "simple_tokens", "top_k_accuracy"]

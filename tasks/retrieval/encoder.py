@@ -1,0 +1,96 @@
+"""Question and passage vectors from a BERT checkpoint (an `import-hf` folder, a Hugging Face BERT
+folder, or a retrieval training checkpoint), for indexing and evaluation in one process.
+
+    enc = BiEncoder("runs/retrieval/finetune/checkpoints", pooling="mean")
+    q = enc.questions(["who wrote frankenstein"])            # float32 [1, h]
+    p = enc.passages(titles, texts, progress=True)           # float32 [N, h], a tqdm bar on stderr
+
+The inputs are inputs.py's (the same rows training builds); the pooling is the checkpoint's
+`model.pooling` unless given (mean for a plain encoder). Shared towers: one model encodes both.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from megazoo.tasks.retrieval.inputs import Row, RowEncoder, pad_rows
+from megazoo.zoo.embed import EmbedError, Embedder, read_checkpoint
+from megazoo.zoo.pooling import KINDS as POOLINGS
+from megazoo.zoo.pooling import pool
+
+
+class BiEncoder(Embedder):
+    def __init__(self, checkpoint, pooling: str | None = None, question_length: int | None = None,
+                 passage_length: int | None = None, batch: int = 32, device=None, dtype: torch.dtype = torch.float32):
+        from megazoo.core.data.tokenizers import hf_folder_tokenizer
+        from megazoo.core.parallel.context import ParallelContext
+        from megazoo.core.parallel.device import pick_device
+
+        arch, cfg, state, tok_dir, _ = read_checkpoint(checkpoint)
+        if arch != "bert":
+            raise EmbedError(f"{checkpoint}: holds a {arch!r} model; the retriever is a BERT bi-encoder")
+        self.arch, self.checkpoint = arch, str(checkpoint)
+        self.ctx = ParallelContext.single(torch.device(device) if device is not None else pick_device())
+        self.model, self.norm = self._build(arch, cfg, state, dtype)
+        self.hidden_size = cfg.hidden_size
+        own = getattr(cfg, "pooling", "none")
+        self.pooling = pooling or (own if own != "none" else "mean")
+        if self.pooling not in POOLINGS:
+            raise EmbedError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLINGS)}")
+        trained = trained_lengths(checkpoint)  # a retrieval run's own lengths, else DPR's 64 / 256
+        question_length = question_length or trained.get("question_length") or min(64, cfg.seq_length)
+        passage_length = passage_length or trained.get("passage_length") or min(256, cfg.seq_length)
+        self.question_length, self.passage_length = question_length, passage_length
+        longest = max(question_length, passage_length)
+        if longest > cfg.seq_length:
+            raise EmbedError(f"{longest} tokens exceed the model's {cfg.seq_length} positions; lower the lengths")
+        self.rows = RowEncoder(hf_folder_tokenizer(str(tok_dir)), question_length, passage_length)
+        self.batch = batch
+
+    @torch.inference_mode()
+    def encode_rows(self, rows: Sequence[Row], progress: bool = False, desc: str = "embed") -> np.ndarray:
+        """float32 [len(rows), h] in the order of `rows` (batched by length, longest first)."""
+        from tqdm import tqdm
+
+        out = np.empty((len(rows), self.hidden_size), dtype=np.float32)
+        order = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))
+        bar = tqdm(total=len(order), unit="text", file=sys.stderr, disable=not progress, desc=desc)
+        for start in range(0, len(order), self.batch):
+            idx = order[start:start + self.batch]
+            mb = pad_rows([rows[i] for i in idx], self.rows.pad, multiple=1)
+            mb = {k: v.to(self.ctx.device) for k, v in mb.items()}
+            mask = mb["attention_mask"] if not bool(mb["attention_mask"].all()) else None
+            hidden = self.model(mb["input_ids"], attention_mask=mask, token_type_ids=mb["token_type_ids"]).hidden
+            out[idx] = pool(hidden, mb["attention_mask"], self.pooling).cpu().numpy()
+            bar.update(len(idx))
+        bar.close()
+        return out
+
+    def questions(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        return self.encode_rows(self.rows.questions(texts), progress, "questions")
+
+    def passages(self, titles: Sequence[str], texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        return self.encode_rows(self.rows.passages(titles, texts), progress, "passages")
+
+
+def trained_lengths(checkpoint) -> dict:
+    """{question_length, passage_length} of a retrieval training checkpoint (its task meta), else {}."""
+    from pathlib import Path
+
+    from megazoo.core.checkpoint import open_checkpoint
+
+    if not Path(checkpoint).is_dir() or (Path(checkpoint) / "config.json").is_file() \
+            or (Path(checkpoint) / "model.yaml").is_file():
+        return {}
+    try:
+        _, record = open_checkpoint(checkpoint)
+    except Exception:
+        return {}
+    task = (record.get("meta") or {}).get("task")
+    if not isinstance(task, dict) or task.get("name") != "retrieval":
+        return {}
+    return {k: task[k] for k in ("question_length", "passage_length") if isinstance(task.get(k), int)}

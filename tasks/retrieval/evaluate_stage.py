@@ -1,0 +1,123 @@
+"""The index and evaluate stages: embed a passage collection into a faiss index, and score a
+retriever's top-k accuracy on a question set (DPR's protocol, evaluate.py).
+
+    index_passages("psgs_w100.tsv", "ckpt", "runs/index", kind="flat")
+    record, predictions = evaluate_retriever("psgs_w100.tsv", "nq-test.csv", "ckpt", ks=(1, 5, 20, 100))
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from megazoo.tasks.retrieval.data import read_passages, read_qas
+from megazoo.tasks.retrieval.evaluate import KS, hits, top_k_accuracy
+from megazoo.tasks.retrieval.index import (brute_force, build_index, load_index, recall_against_exact, save_index,
+                                           search, stored_vectors)
+
+
+def _encoder(checkpoint, pooling, batch: int, question_length: int, passage_length: int):
+    from megazoo.tasks.retrieval.encoder import BiEncoder
+
+    return BiEncoder(checkpoint, pooling, question_length, passage_length, batch)
+
+
+def embed_shard(passages, checkpoint, pooling, batch: int, passage_length, progress: bool = True):
+    """Rank r of N embeds passages r, r + N, ... (a progress bar on rank 0); returns
+    (vectors, pooling, passage length). Run on every rank by `spawn`."""
+    import torch.distributed as dist
+
+    rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    rows = read_passages(passages)[rank::world]
+    enc = _encoder(checkpoint, pooling, batch, None, passage_length)
+    vecs = enc.passages([p.title for p in rows], [p.text for p in rows], progress=progress and rank == 0)
+    return vecs, enc.pooling, enc.passage_length
+
+
+def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str | None = None, batch: int = 32,
+                   passage_length: int | None = None, progress: bool = True, nproc: int = 1, **index_options) -> dict:
+    """Embed every passage (on `nproc` local ranks, each a strided share), build the index, measure
+    an approximate index's recall against exact search (on up to 1000 passage vectors used as
+    queries), write it to `out`; returns its meta."""
+    rows = read_passages(passages)  # a malformed file fails here, before any rank starts
+    if not Path(checkpoint).is_dir():
+        raise FileNotFoundError(f"--checkpoint {checkpoint}: no such folder (a retrieval run's checkpoints/, an "
+                                f"import-hf folder or an HF BERT folder)")
+    t0 = time.perf_counter()
+    if nproc > 1:
+        from megazoo.core.parallel.launch import spawn
+
+        parts = spawn(embed_shard, nproc, passages, checkpoint, pooling, batch, passage_length, progress,
+                      timeout=7 * 24 * 3600.0)
+        vecs = np.empty((len(rows), parts[0][0].shape[1]), dtype=np.float32)
+        for r, (part, _, _) in enumerate(parts):
+            vecs[r::nproc] = part
+        _, used_pooling, used_length = parts[0]
+    else:
+        vecs, used_pooling, used_length = embed_shard(passages, checkpoint, pooling, batch, passage_length, progress)
+    embed_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    index = build_index(vecs, kind, **index_options)
+    build_s = time.perf_counter() - t0
+    meta = {"kind": kind, "checkpoint": str(checkpoint), "pooling": used_pooling, "passages": str(passages),
+            "passage_length": used_length, "embed_s": embed_s, "build_s": build_s, "ranks": nproc}
+    if kind != "flat":
+        probe = vecs[np.linspace(0, len(vecs) - 1, min(1000, len(vecs))).astype(int)]
+        k = min(10, len(vecs))
+        meta["recall_at_10"] = recall_against_exact(search(index, probe, k)[1], brute_force(vecs, probe, k)[1])
+    save_index(out, index, np.array([p.id for p in rows], dtype=np.int64), meta)
+    return meta
+
+
+def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str | None = None, ks=KS,
+                       match: str = "string", batch: int = 32, question_length: int | None = None,
+                       passage_length: int | None = None, progress: bool = False) -> tuple[dict, list[dict]]:
+    """(summary record, per-question predictions): top-k accuracy in percent for each k, and
+    each question's ranked passage ids with their hits."""
+    rows = read_passages(passages)
+    questions = read_qas(qas)
+    enc = _encoder(checkpoint, pooling, batch, question_length, passage_length)
+    k = max(ks)
+    q = enc.questions([x.question for x in questions], progress=progress)
+    extra: dict = {}
+    if index_dir is not None:
+        index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(rows))
+        _, found = search(index, q, k)
+        if meta.get("kind", "flat") != "flat":  # what the approximation costs on these very questions
+            extra["index_recall"] = recall_against_exact(found, brute_force(stored_vectors(index), q, k)[1])
+            extra["index_kind"] = meta["kind"]
+    else:
+        vecs = enc.passages([p.title for p in rows], [p.text for p in rows], progress=progress)
+        _, found = search(build_index(vecs, "flat"), q, k)
+        ids = np.array([p.id for p in rows], dtype=np.int64)
+    by_id = {p.id: p for p in rows}
+    if index_dir is not None and not all(int(i) in by_id for i in ids):
+        from megazoo.tasks.retrieval.index import IndexFolderError
+
+        raise IndexFolderError(f"{index_dir}: holds passage ids that {passages} lacks; it was built from another "
+                               f"passages file: rebuild it from this one")
+    predictions, hit_lists = [], []
+    for x, r in zip(questions, found):
+        ranked = [int(ids[i]) for i in r if i >= 0]
+        h = hits(x.answers, [by_id[i].text for i in ranked], match)
+        hit_lists.append(h)
+        predictions.append({"question": x.question, "answers": x.answers, "ids": ranked, "hits": h})
+    metrics = top_k_accuracy(hit_lists, ks)
+    record = {"task": "retrieval", "n": len(questions), "metrics": metrics, "checkpoint": str(checkpoint),
+              "pooling": enc.pooling, "passages": str(passages), "qas": str(qas), "match": match, **extra}
+    return record, predictions
+
+
+def write_evaluation(out, record: dict, predictions: list[dict]) -> tuple[Path, Path]:
+    """FILE.json (the record, naming its predictions file) and FILE.predictions.json beside it."""
+    import json
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pred = out.with_name(out.stem + ".predictions.json")
+    record = {**record, "predictions": pred.name}
+    pred.write_text(json.dumps({"predictions": predictions}, indent=0))
+    out.write_text(json.dumps(record, indent=1))
+    return out, pred

@@ -1,0 +1,119 @@
+"""The evidence index: passage vectors in faiss, with the passage ids beside them, on disk.
+
+    index = build_index(vectors, "flat")                      # exact inner product (IndexFlatIP)
+    index = build_index(vectors, "ivf", nlist=64, nprobe=8)    # approximate: IVF (k-means cells)
+    index = build_index(vectors, "hnsw", m=32, ef_search=128)  # approximate: HNSW graph
+    scores, rows = search(index, queries, k)                   # [q, k] each, best first
+    save_index(DIR, index, ids, meta); index, ids, meta = load_index(DIR, expect_dim=h)
+
+DIR holds index.faiss, ids.npy (row -> passage id, int64) and meta.json (kind, dim, count, the
+encoder checkpoint and pooling, and for an approximate index the recall it keeps against exact
+search). Writing goes to a temporary folder renamed at the end, so a crash leaves no half index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+KINDS = ("flat", "ivf", "hnsw")
+
+
+class IndexFolderError(ValueError):
+    """An index folder that cannot serve this request (missing, another encoder's dimension)."""
+
+
+def build_index(vectors: np.ndarray, kind: str = "flat", nlist: int | None = None, nprobe: int = 8,
+                m: int = 32, ef_search: int = 128, seed: int = 0):
+    import faiss
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown index {kind!r}; choose one of {', '.join(KINDS)}")
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    n, d = x.shape
+    if kind == "flat":
+        index = faiss.IndexFlatIP(d)
+    elif kind == "ivf":
+        nlist = nlist or max(1, min(4096, int(4 * np.sqrt(n))))
+        nlist = min(nlist, n)
+        quantizer = faiss.IndexFlatIP(d)
+        index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+        index.cp.seed = seed
+        index.train(x)
+        index.nprobe = min(nprobe, nlist)
+    else:
+        index = faiss.IndexHNSWFlat(d, m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efSearch = ef_search
+    index.add(x)
+    return index
+
+
+def search(index, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, rows) [q, k] of the top-k rows by inner product; k is capped at the index size."""
+    k = min(k, index.ntotal)
+    return index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+
+
+def brute_force(passages: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact search with one numpy matrix product (the reference faiss Flat must equal)."""
+    scores = queries.astype(np.float32) @ passages.astype(np.float32).T
+    k = min(k, scores.shape[1])
+    rows = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, rows, axis=1), rows
+
+
+def recall_against_exact(rows: np.ndarray, exact_rows: np.ndarray) -> float:
+    """The share of the exact top-k rows that an approximate search also returned."""
+    k = exact_rows.shape[1]
+    found = sum(len(set(a[:k].tolist()) & set(b.tolist())) for a, b in zip(rows, exact_rows))
+    return found / max(1, exact_rows.size)
+
+
+def stored_vectors(index) -> np.ndarray:
+    """Every vector an index holds, in row order (IVF gets its direct map first)."""
+    import faiss
+
+    if isinstance(index, faiss.IndexIVF):
+        index.make_direct_map()
+    return index.reconstruct_n(0, index.ntotal)
+
+
+def save_index(folder, index, ids: np.ndarray, meta: dict) -> Path:
+    import faiss
+
+    folder = Path(folder)
+    tmp = folder.with_name(folder.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    faiss.write_index(index, str(tmp / "index.faiss"))
+    np.save(tmp / "ids.npy", np.asarray(ids, dtype=np.int64))
+    (tmp / "meta.json").write_text(json.dumps({**meta, "dim": index.d, "count": int(index.ntotal)}, indent=1))
+    if folder.exists():
+        shutil.rmtree(folder)
+    os.replace(tmp, folder)
+    return folder
+
+
+def load_index(folder, expect_dim: int | None = None, expect_count: int | None = None):
+    """(faiss index, ids, meta) of a saved index; `expect_dim`: the encoder's vector size."""
+    import faiss
+
+    folder = Path(folder)
+    if not (folder / "index.faiss").is_file() or not (folder / "meta.json").is_file():
+        raise IndexFolderError(f"{folder}: not a retrieval index (no index.faiss/meta.json); build one with "
+                          f"`megazoo task retrieval index --passages FILE.tsv --checkpoint CKPT --out {folder}`")
+    meta = json.loads((folder / "meta.json").read_text())
+    if expect_dim is not None and meta.get("dim") != expect_dim:
+        raise IndexFolderError(f"{folder}: the index holds {meta.get('dim')}-dimensional vectors (encoder "
+                          f"{meta.get('checkpoint')}), but this encoder gives {expect_dim}; rebuild the index with "
+                          f"this checkpoint")
+    ids = np.load(folder / "ids.npy")
+    if expect_count is not None and len(ids) != expect_count:
+        raise IndexFolderError(f"{folder}: the index holds {len(ids)} passages, the passages file {expect_count}; "
+                          f"rebuild it from this file")
+    return faiss.read_index(str(folder / "index.faiss")), ids, meta

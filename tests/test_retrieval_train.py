@@ -1,0 +1,129 @@
+"""The bi-encoder on the core trainer with a tiny random BERT on the fixture's DPR json: global
+in-batch negatives make dp=2 (micro-batch 2) equal dp=1 (micro-batch 4) with the same global batch
+(and without the gather the losses differ, so the check can fail); tp=2 equals tp=1; the trained
+checkpoint then indexes and evaluates through the commands; ICT runs on a sentence-split .bin/.idx."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from megazoo.cli import main as megazoo
+from megazoo.core.parallel.launch import spawn
+
+os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")
+
+FIXTURE = Path(__file__).parent / "fixtures" / "retrieval"
+TOL = 1e-5
+
+
+def make_tiny_bert(path: Path) -> str:
+    from megazoo.core.checkpoint import save_full_model_state
+    from megazoo.zoo.bert import BertModel, megatron_bert
+    from megazoo.zoo.hf import gather_full_state
+
+    cfg = megatron_bert(num_layers=2, hidden_size=32, num_heads=4, vocab_size=30522, seq_length=96,
+                        add_lm_head=True, add_binary_head=True)  # heads the bi-encoder drops on load
+    model = BertModel(cfg).initialize(11)
+    save_full_model_state(path, gather_full_state(model), {"arch": "bert", "model": cfg.to_dict()})
+    return str(path)
+
+
+def overrides(run_dir, init, *extra: str) -> list[str]:
+    """3 steps of 4 questions (each with its positive and one hard negative: the file's or BM25's),
+    validation at the end. No dropout: every layout then computes the same function."""
+    return [f"train.init_from={init}", f"data.path={FIXTURE}", "task.passages=psgs.tsv", "task.question_length=16",
+            "task.passage_length=64", "train.steps=3", "train.epochs=0", "train.micro_batch=4", "train.global_batch=4",
+            "train.lr=1e-3", "train.log_interval=1", "model.dropout=0.0", "model.attention_dropout=0.0",
+            "log.progress=false", "log.plot=false", f"log.dir={run_dir}", *extra]
+
+
+def rank_runs(init: str, root: str, runs: list) -> dict:
+    """Rank function: the named runs in turn, each with its extra overrides."""
+    from megazoo.core.train.trainer import train
+    from megazoo.tasks.retrieval.cli_finetune import load_recipe
+
+    out = {}
+    for name, extra in runs:
+        summary = train(load_recipe("retrieval-finetune", overrides(f"{root}/{name}", init, *extra)))
+        out[name] = {"losses": summary["losses"], "valid": summary["valid"]}
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("retrieval")
+    init = make_tiny_bert(root / "tiny")
+    single = rank_runs(init, str(root), [("single", [])])["single"]
+    dp2 = spawn(rank_runs, 2, init, str(root), [("dp2", ["train.micro_batch=2"]),
+                                                ("dp2-local", ["train.micro_batch=2", "task.global_negatives=false"]),
+                                                ("tp2", ["parallel.tp=2"])], timeout=300)
+    return root, init, single, dp2
+
+
+def test_global_negatives_make_dp2_equal_dp1(runs):
+    _, _, single, multi = runs
+    ref = single["losses"]
+    assert len(ref) == 3 and ref[-1] != ref[0]  # it trains
+    for rank, got in enumerate(multi):
+        diff = max(abs(a - b) for a, b in zip(got["dp2"]["losses"], ref))
+        assert diff <= TOL, f"rank {rank}: dp=2 losses differ from dp=1 by {diff:.2e}"
+        for key in ("loss", "top1_acc", "top5_acc", "avg_rank"):
+            assert got["dp2"]["valid"][key] == pytest.approx(single["valid"][key], abs=TOL), key
+        # the same run without the gather: each rank contrasts only its own passages
+        local = got["dp2-local"]["losses"]
+        assert abs(local[0] - ref[0]) > 1e-3, "without global negatives the loss should differ"
+
+
+def test_tp2_equals_tp1(runs):
+    _, _, single, multi = runs
+    for rank, got in enumerate(multi):
+        diff = max(abs(a - b) for a, b in zip(got["tp2"]["losses"], single["losses"]))
+        assert diff <= TOL, f"rank {rank}: tp=2 losses differ by {diff:.2e}"
+        assert got["tp2"]["valid"]["top1_acc"] == single["valid"]["top1_acc"]
+
+
+def test_checkpoint_indexes_and_evaluates(runs, capsys):
+    root, _, _, _ = runs
+    ckpt = root / "single" / "checkpoints"
+    index = root / "index"
+    assert megazoo(["task", "retrieval", "index", "--passages", str(FIXTURE / "psgs.tsv"), "--checkpoint", str(ckpt),
+                    "--out", str(index)]) == 0
+    meta = json.loads((index / "meta.json").read_text())
+    assert meta["dim"] == 32 and meta["count"] == 12 and meta["passage_length"] == 64  # the run's own lengths
+    # two ranks embed a strided share each: the same vectors in the same rows
+    assert megazoo(["task", "retrieval", "index", "--passages", str(FIXTURE / "psgs.tsv"), "--checkpoint", str(ckpt),
+                    "--out", str(root / "index2"), "--nproc", "2"]) == 0
+    from megazoo.tasks.retrieval.index import load_index, stored_vectors
+
+    (one, ids1, _), (two, ids2, _) = load_index(index), load_index(root / "index2")
+    assert (ids1 == ids2).all() and abs(stored_vectors(one) - stored_vectors(two)).max() < 1e-5
+    out = root / "eval.json"
+    args = ["task", "retrieval", "evaluate", "--passages", str(FIXTURE / "psgs.tsv"), "--qas",
+            str(FIXTURE / "nq-test.csv"), "--checkpoint", str(ckpt), "--top-k", "1,5,20"]
+    assert megazoo(args + ["--index", str(index), "--out", str(out)]) == 0
+    assert megazoo(args + ["--out", str(root / "noindex.json")]) == 0  # embedded and searched in memory
+    a, b = json.loads(out.read_text()), json.loads((root / "noindex.json").read_text())
+    assert a["task"] == "retrieval" and a["n"] == 9 and set(a["metrics"]) == {"top1", "top5", "top20"}
+    assert a["metrics"] == b["metrics"]
+    preds = json.loads((root / "eval.predictions.json").read_text())["predictions"]
+    assert len(preds) == 9 and all(len(p["ids"]) == 12 for p in preds)
+
+
+def test_ict_pretraining_runs_on_sentence_blocks(tmp_path):
+    from megazoo.tasks.retrieval.generate import write_ict_data
+
+    docs = [(f"Topic {d}", [f"Sentence {i} of document {d} mentions item{d * 10 + i} and more words here."
+                            for i in range(6)]) for d in range(12)]
+    write_ict_data(tmp_path / "ict", docs)
+    init = make_tiny_bert(tmp_path / "tiny")
+    run = tmp_path / "ict-run"
+    assert megazoo(["task", "retrieval", "pretrain", "retrieval-ict", "--set", f"train.init_from={init}",
+                    f"data.path={tmp_path / 'ict' / 'text'}", f"task.titles={tmp_path / 'ict' / 'titles'}",
+                    "data.split=80,20,0", "task.passage_length=48", "task.question_length=16", "train.epochs=0",
+                    "train.steps=2", "train.micro_batch=4", "train.global_batch=4", "log.progress=false",
+                    "log.plot=false", f"data.cache_dir={tmp_path / 'cache'}", f"log.dir={run}"]) == 0
+    lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    valid = [x for x in lines if x.get("split") == "valid"]
+    assert valid and 0 <= valid[-1]["top1_acc"] <= 100 and valid[-1]["avg_rank"] >= 1
