@@ -139,6 +139,12 @@ def _big_vocab_tokenizer() -> HFTokenizer:
     return HFTokenizer(backend, "big-wordlevel", {"eod": 69999, "unk": 0})
 
 
+class Understated(HFTokenizer):
+    """A tokenizer that says it has 1000 tokens (module level: the workers receive it pickled)."""
+
+    vocab_size = 1000
+
+
 def test_vocabulary_too_large_for_dtype(tmp_path):
     tok = _big_vocab_tokenizer()
     src = tmp_path / "words.txt"
@@ -148,9 +154,6 @@ def test_vocabulary_too_large_for_dtype(tmp_path):
         preprocess([str(src)], tok, str(tmp_path / "out"), dtype="uint16", progress=False)
     _assert_nothing_written(tmp_path)
     # a tokenizer that understates its vocabulary: the overflowing record is named by file:line
-    class Understated(HFTokenizer):
-        vocab_size = 1000
-
     liar = Understated(tok.backend, "liar", {"eod": 1})
     with pytest.raises(DataError, match=r"words\.txt:2: token id 69998 does not fit the token dtype uint16"):
         preprocess([str(src)], liar, str(tmp_path / "out"), workers=2, progress=False)

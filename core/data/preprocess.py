@@ -179,7 +179,10 @@ def preprocess(inputs: Sequence[str], tokenizer: Tokenizer | str, output_prefix:
         with IndexedDatasetWriter(output_prefix, out_dtype) as writer:
             chunks = _chunks(inputs, fmt, text_mode)
             if workers > 1:
-                ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+                # not "fork": a process that already runs threads (torch's, the tokenizer's, tqdm's
+                # monitor) can fork a worker that deadlocks on a lock held at the fork; the fork server
+                # starts workers from a clean process
+                ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
                 pool = ctx.Pool(workers, initializer=_init_worker, initargs=(job,))
                 results: Iterable = _in_order(pool, chunks, window=2 * workers + 2)
             else:

@@ -7,6 +7,7 @@ zoo's builders and the task packages use one definition without importing config
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from typing import Any
@@ -56,3 +57,16 @@ def check_type(key: str, value: Any, annotation, where: str = "config") -> Any:
         if opt.startswith(("list", "tuple")) and isinstance(value, (list, tuple)):
             return list(value)
     raise ConfigError(f"{where}: {key} must be {text}, got {value!r} ({type(value).__name__})")
+
+
+def fill_dataclass(cls, values: dict, prefix: str, where: str, unchecked: tuple[str, ...] = ()):
+    """cls() with `values` set, each key known (an unknown one names the nearest) and of its field's
+    type (keys in `unchecked` are taken as they are, for the caller to check); e.g. a task's settings
+    from a recipe's `task:` section, with prefix "task" and where "task race"."""
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    out = cls()
+    for key, value in values.items():
+        if key not in known:
+            raise unknown_key(f"{prefix}.{key}", [f"{prefix}.{k}" for k in known], where)
+        setattr(out, key, value if key in unchecked else check_type(f"{prefix}.{key}", value, known[key].type))
+    return out

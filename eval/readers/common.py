@@ -20,6 +20,17 @@ class ReaderError(ValueError):
         super().__init__(f"{self.path}, line {line}: {problem}")
 
 
+class LineError(ReaderError):
+    """A ReaderError written `file:line: problem`, the form the task packages' readers use."""
+
+    def __init__(self, path: str | os.PathLike, line: int, problem: str):
+        super().__init__(path, line, problem)
+        self.args = (f"{self.path}:{line}: {problem}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
 def read_text(path: str | os.PathLike, what: str) -> str:
     """The whole UTF-8 file; an undecodable or empty (blank) file is a ReaderError."""
     if not os.path.isfile(path):

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from megazoo.eval.readers.common import ReaderError
+from megazoo.eval.readers.common import LineError
 
 CATEGORIES = {  # the task name -> the SBIC column it reads
     "offensive": "offensiveYN",
@@ -39,15 +39,8 @@ COLUMNS = ("whoTarget", "intentYN", "sexYN", "sexReason", "offensiveYN", "annota
 THRESHOLD = 0.5
 
 
-class SbicFormatError(ReaderError):
+class SbicFormatError(LineError):
     """An SBIC file that cannot be read; the message is `file:line: problem`."""
-
-    def __init__(self, path, line: int, problem: str):
-        super().__init__(path, line, problem)
-        self.args = (f"{self.path}:{line}: {problem}",)
-
-    def __str__(self) -> str:
-        return self.args[0]
 
 
 @dataclass(frozen=True)

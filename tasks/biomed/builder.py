@@ -19,13 +19,14 @@ evaluation).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
 from megazoo.core.train.builder import TaskBuilder
-from megazoo.core.train.config import ConfigError, check_type, unknown_key
+from megazoo.core.train.config import ConfigError
+from megazoo.core.train.config_checks import fill_dataclass
 from megazoo.core.train.data import EpochSource
 from megazoo.core.train.evaluation import forward_outputs
 from megazoo.tasks.biomed.data import CHEMPROT_LABELS, SPLIT_FILES, read_split, split_file
@@ -53,12 +54,7 @@ class BiomedTask:
 
     @classmethod
     def from_dict(cls, task: dict) -> "BiomedTask":
-        known = {f.name: f for f in fields(cls)}
-        out = cls()
-        for key, value in task.items():
-            if key not in known:
-                raise unknown_key(f"task.{key}", [f"task.{k}" for k in known], "task biomed")
-            setattr(out, key, check_type(f"task.{key}", value, known[key].type) if key != "labels" else value)
+        out = fill_dataclass(cls, task, "task", "task biomed", unchecked=('labels',))
         if out.kind not in KINDS:
             raise ConfigError(f"task.kind must be one of {', '.join(KINDS)} (task biomed), got {out.kind!r}")
         if out.kind == "ner":

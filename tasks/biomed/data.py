@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from megazoo.eval.readers.common import ReaderError, read_text
+from megazoo.eval.readers.common import LineError, read_text
 
 CHEMPROT_LABELS = ("false", "CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9")  # id 0 is the negative class
 MASKS = ("@CHEMICAL$", "@GENE$")
@@ -37,15 +37,8 @@ SPLIT_FILES = {"ner": {"train": "train.tsv", "dev": "devel.tsv", "devel": "devel
                "qa": {"train": "train.json", "dev": "dev.json", "devel": "dev.json", "test": "test.json"}}
 
 
-class BiomedFormatError(ReaderError):
+class BiomedFormatError(LineError):
     """A file that is not in its release layout; the message is `file:line: problem`."""
-
-    def __init__(self, path: str | os.PathLike, line: int, problem: str):
-        super().__init__(path, line, problem)
-        self.args = (f"{self.path}:{line}: {problem}",)
-
-    def __str__(self) -> str:
-        return self.args[0]
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,14 @@ layout or HF parquet/JSON) and data.tokenizer a megazoo tokenizer spec (BERT Wor
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from megazoo.core.train.builder import TaskBuilder
-from megazoo.core.train.config import ConfigError, check_type, unknown_key
+from megazoo.core.train.config import ConfigError
+from megazoo.core.train.config_checks import fill_dataclass
 from megazoo.core.train.data import EpochSource
 from megazoo.core.train.evaluation import forward_outputs
 from megazoo.tasks.race.data import NUM_CHOICES, load_race
@@ -49,12 +50,7 @@ class RaceTask:
 
     @classmethod
     def from_dict(cls, task: dict) -> "RaceTask":
-        known = {f.name: f for f in fields(cls)}
-        out = cls()
-        for key, value in task.items():
-            if key not in known:
-                raise unknown_key(f"task.{key}", [f"task.{k}" for k in known], "task race")
-            setattr(out, key, check_type(f"task.{key}", value, known[key].type))
+        out = fill_dataclass(cls, task, "task", "task race")
         if out.max_seq_length < 3 or out.max_qa_length < 1:
             raise ConfigError(f"task.max_seq_length must be >= 3 and task.max_qa_length >= 1, got "
                               f"{out.max_seq_length} and {out.max_qa_length}")

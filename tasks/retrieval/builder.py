@@ -20,7 +20,7 @@ avg_rank), as Megatron's supervised validation.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -28,7 +28,8 @@ import torch.nn.functional as F
 
 from megazoo.core.parallel import collectives as C
 from megazoo.core.train.builder import TaskBuilder
-from megazoo.core.train.config import ConfigError, check_type, unknown_key
+from megazoo.core.train.config import ConfigError
+from megazoo.core.train.config_checks import fill_dataclass
 from megazoo.core.train.evaluation import forward_outputs
 from megazoo.tasks.retrieval.inputs import RowEncoder, pad_rows
 from megazoo.zoo.bert.builder import BertBuilder
@@ -61,12 +62,7 @@ class RetrievalTask:
 
     @classmethod
     def from_dict(cls, task: dict) -> "RetrievalTask":
-        known = {f.name: f for f in fields(cls)}
-        out = cls()
-        for key, value in task.items():
-            if key not in known:
-                raise unknown_key(f"task.{key}", [f"task.{k}" for k in known], "task retrieval")
-            setattr(out, key, check_type(f"task.{key}", value, known[key].type))
+        out = fill_dataclass(cls, task, "task", "task retrieval")
         if out.objective not in OBJECTIVES:
             raise ConfigError(f"task.objective={out.objective!r}; choose one of {', '.join(OBJECTIVES)}")
         if out.question_length < 3 or out.passage_length < 4:

@@ -14,25 +14,17 @@ from __future__ import annotations
 import ast
 import csv
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from megazoo.eval.readers.common import ReaderError
+from megazoo.eval.readers.common import LineError
 
 HEADER = ("id", "text", "title")
 
 
-class RetrievalFormatError(ReaderError):
+class RetrievalFormatError(LineError):
     """A retrieval data file that cannot be read; the message is `file:line: problem`."""
-
-    def __init__(self, path: str | os.PathLike, line: int, problem: str):
-        super().__init__(path, line, problem)
-        self.args = (f"{self.path}:{line}: {problem}",)
-
-    def __str__(self) -> str:
-        return self.args[0]
 
 
 @dataclass(frozen=True)
