@@ -145,5 +145,10 @@ def test_bad_requests_are_one_line(corpus, wordpiece, tmp_path, capsys):
     bad.write_text('{"text": "fine"}\nnot json\n')
     assert f"{bad}:2: not valid JSON" in _error(capsys, "--kind", "wordpiece", "--input", bad, "--vocab-size", 100,
                                                 "--out", tmp_path / "x")
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n")
+    for kind in ("wordpiece", "bpe", "sentencepiece"):  # a vocabulary of specials alone is refused
+        assert f"{blank}: no text to learn from (the input is empty or blank)" in _error(
+            capsys, "--kind", kind, "--input", blank, "--vocab-size", 300, "--out", tmp_path / "x")
     assert not (tmp_path / "x").exists() and not list(tmp_path.glob(".x.tmp-*"))  # nothing left half-written
     assert (wordpiece / "tokenizer.json").is_file()  # the existing folder is untouched

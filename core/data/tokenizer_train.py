@@ -25,6 +25,7 @@ moved into place when complete; a non-empty existing folder is never overwritten
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -102,6 +103,11 @@ def train_tokenizer(kind: str, inputs: Sequence[str | os.PathLike], vocab_size: 
     # an empty existing folder is replaced (check_request refused a non-empty one)
     with atomic_folder(target) as tmp:
         texts = (t for path in inputs for t in read_texts(path, field))
+        first = next((t for t in texts if t.strip()), None)  # the blank texts before it teach nothing
+        if first is None:  # refused, not a vocabulary of the special tokens alone
+            raise DataError(f"{', '.join(inputs)}: no text to learn from (the input is empty or blank); "
+                            f"nothing was written to {target}")
+        texts = itertools.chain([first], texts)
         if kind == "sentencepiece":
             config = _sentencepiece(texts, tmp, vocab_size, tokens, model_type, progress)
         else:
