@@ -1,7 +1,7 @@
 """Maps the repository's top-level folders onto the `megazoo` namespace.
 
 core/ -> megazoo.core, zoo/ -> megazoo.zoo, eval/ -> megazoo.eval, tasks/ -> megazoo.tasks,
-recipes/ -> megazoo.recipes, so nothing generic lands in site-packages. Every folder with an
+recipes/ -> megazoo.recipes, curate/ -> megazoo.curate, so nothing generic lands in site-packages. Every folder with an
 __init__.py below a root becomes a subpackage, so new subpackages need no edit here.
 """
 import os
@@ -16,6 +16,7 @@ ROOTS = {
     "megazoo.eval": "eval",
     "megazoo.tasks": "tasks",
     "megazoo.recipes": "recipes",
+    "megazoo.curate": "curate",
 }
 
 

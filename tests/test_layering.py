@@ -11,13 +11,14 @@ import shutil
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # repository folder -> the package it installs as (setup.py ROOTS)
 PACKAGES = {"core": "megazoo.core", "zoo": "megazoo.zoo", "eval": "megazoo.eval", "tasks": "megazoo.tasks",
-            "megazoo": "megazoo"}
+            "curate": "megazoo.curate", "megazoo": "megazoo"}
 # the command-line package: the modules of megazoo/ itself (its __init__ is only the version)
 CLI = ("megazoo.cli", "megazoo.quickstart", "megazoo.__main__", "megazoo.lm_eval_hook")
 FORBIDDEN = {
-    "core": ("megazoo.zoo", "megazoo.eval", "megazoo.tasks") + CLI,
-    "zoo": ("megazoo.eval", "megazoo.tasks"),
-    "eval": ("megazoo.tasks",),
+    "core": ("megazoo.zoo", "megazoo.eval", "megazoo.tasks", "megazoo.curate") + CLI,
+    "zoo": ("megazoo.eval", "megazoo.tasks", "megazoo.curate"),
+    "eval": ("megazoo.tasks", "megazoo.curate"),
+    "curate": ("megazoo.tasks",) + CLI,
 }
 
 
