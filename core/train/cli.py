@@ -10,6 +10,7 @@ are in core/train/commands.py.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 # re-exported: task commands written before commands.py existed import them from here
 from megazoo.core.train.commands import (  # noqa: F401
@@ -17,7 +18,10 @@ from megazoo.core.train.commands import (  # noqa: F401
     add_recipe_arguments,
     run_in_rank,
     run_recipe_command,
+    train_here,
 )
+
+__all__ = ["add_arguments", "run", "launch", "_rank_entry", "add_recipe_arguments", "run_in_rank", "run_recipe_command"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,14 +35,8 @@ def run(args) -> int:
     return run_recipe_command(args, "megazoo train", RunConfig.load, _run_here)
 
 
-def _run_here(cfg_dict: dict) -> int:
-    """Run in this process: a single process (given the validated RunConfig), or one rank started
-    by a launcher (given its dict)."""
-    from megazoo.core.train.config import RunConfig
-    from megazoo.core.train.trainer import TrainingStopped, train
-
-    cfg = cfg_dict if isinstance(cfg_dict, RunConfig) else RunConfig.from_dict(cfg_dict)
-    return run_in_rank("megazoo train", lambda rank: train(cfg), (TrainingStopped,), run_dir=cfg.run_dir())
+# the body every rank runs (module level through functools.partial, so ranks can import it)
+_run_here = partial(train_here, "megazoo train")
 
 
 def launch(cfg, nproc: int) -> int:

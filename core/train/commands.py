@@ -56,6 +56,19 @@ def run_recipe_command(args, prog: str, load, run_here) -> int:
     return launch_local(_rank_entry, (run_here, cfg.to_dict()), nproc, prog, cfg.run_dir())
 
 
+def train_here(prog: str, cfg) -> int:
+    """Train `cfg` in this process under `prog`'s name: the body of every training command
+    (`megazoo train`, a task's finetune stage). `cfg` is the validated RunConfig in a single process,
+    its dict on a launched rank. Bind `prog` with functools.partial to get a `run_here` that ranks
+    can import: `run_recipe_command(args, PROG, load, partial(train_here, PROG))`."""
+    from megazoo.core.train.config import RunConfig
+    from megazoo.core.train.trainer import train
+
+    if not isinstance(cfg, RunConfig):
+        cfg = RunConfig.from_dict(cfg)
+    return run_in_rank(prog, lambda rank: train(cfg), run_dir=cfg.run_dir())
+
+
 def _rank_entry(job) -> int:
     """One rank of a local launch: run the job, turning a failure code into the rank's exit code."""
     run_here, cfg_dict = job

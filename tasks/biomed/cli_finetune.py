@@ -12,7 +12,7 @@ PROG = "megazoo task biomed finetune"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from megazoo.core.train.cli import add_recipe_arguments
+    from megazoo.core.train.commands import add_recipe_arguments
 
     add_recipe_arguments(parser, "a YAML recipe path or a shipped recipe name (biomed-ner, biomed-re, biomed-qa)",
                          "train.epochs=1 parallel.tp=2")
@@ -31,16 +31,8 @@ def load_biomed_recipe(recipe, overrides=None):
 
 
 def run(args) -> int:
-    from megazoo.core.train.cli import run_recipe_command
+    from functools import partial
 
-    return run_recipe_command(args, PROG, load_biomed_recipe, _run_here)
+    from megazoo.core.train.commands import run_recipe_command, train_here
 
-
-def _run_here(cfg) -> int:
-    from megazoo.core.train.cli import run_in_rank
-    from megazoo.core.train.config import RunConfig
-    from megazoo.core.train.trainer import TrainingStopped, train
-
-    if not isinstance(cfg, RunConfig):
-        cfg = RunConfig.from_dict(cfg)
-    return run_in_rank(PROG, lambda rank: train(cfg), (TrainingStopped, ValueError, FileNotFoundError))
+    return run_recipe_command(args, PROG, load_biomed_recipe, partial(train_here, PROG))

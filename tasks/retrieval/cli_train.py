@@ -10,7 +10,7 @@ DEFAULT = {"pretrain": "ict", "finetune": "supervised"}
 
 
 def add_arguments(parser: argparse.ArgumentParser, default_recipe: str) -> None:
-    from megazoo.core.train.cli import add_recipe_arguments
+    from megazoo.core.train.commands import add_recipe_arguments
 
     add_recipe_arguments(parser, f"a YAML recipe path or a shipped recipe name ({default_recipe})",
                          "train.steps=100 parallel.dp=2")
@@ -38,17 +38,14 @@ def load_recipe(stage: str, recipe, overrides=None):
 def run_stage(stage: str, args) -> int:
     from functools import partial
 
-    from megazoo.core.train.cli import run_recipe_command
+    from megazoo.core.train.commands import run_recipe_command
 
     return run_recipe_command(args, f"megazoo task retrieval {stage}", partial(load_recipe, stage), run_here)
 
 
 def run_here(cfg) -> int:
-    from megazoo.core.train.cli import run_in_rank
-    from megazoo.core.train.config import RunConfig
-    from megazoo.core.train.trainer import TrainingStopped, train
+    """Train in this process, named after the stage the recipe's objective belongs to."""
+    from megazoo.core.train.commands import train_here
 
-    if not isinstance(cfg, RunConfig):
-        cfg = RunConfig.from_dict(cfg)
-    prog = "megazoo task retrieval " + ("pretrain" if cfg.task.get("objective") == "ict" else "finetune")
-    return run_in_rank(prog, lambda rank: train(cfg), (TrainingStopped, ValueError, FileNotFoundError))
+    objective = (cfg.task if hasattr(cfg, "task") else cfg.get("task") or {}).get("objective")
+    return train_here("megazoo task retrieval " + ("pretrain" if objective == "ict" else "finetune"), cfg)
