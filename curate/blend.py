@@ -1,0 +1,120 @@
+"""Blending: each source of the curated corpus becomes a `.bin/.idx` prefix (through the same
+`preprocess` that `megazoo preprocess` runs), and the sources are mixed into the `data.path` blend
+the trainer reads (core/data/blend.py): `"W1 PREFIX1 W2 PREFIX2 ..."`.
+
+A source is the first folder of a shard's path below the curated folder (shards directly in it form
+the source `corpus`). Per source give `weight` (a share of the training samples) or `epochs` (how
+many times its tokens are seen: its weight becomes epochs x tokens, normalised - MT-NLG's table of
+datasets lists epochs per source this way); sources not listed get weight by their tokens.
+Writes OUT/SOURCE.bin/.idx, OUT/blend.json and OUT/data_path.txt (the `data.path` value). A rerun
+over unchanged shards with the same tokenizer reuses the .bin/.idx and only rewrites the weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from megazoo.core.fs import write_json_atomic, write_text_atomic
+from megazoo.curate.errors import CurateError
+from megazoo.curate.shards import list_shards
+
+BLEND_DEFAULTS = {"sources": {}, "tokenizer": "gpt2", "workers": 1}
+
+
+def sources_of(folder) -> dict[str, list[str]]:
+    """source name -> its non-empty JSONL shards (paths)."""
+    out: dict[str, list[str]] = {}
+    for rel in list_shards(folder):
+        parts = Path(rel).parts
+        name = parts[0] if len(parts) > 1 else "corpus"
+        path = os.path.join(folder, rel)
+        if os.path.getsize(path) > 0:
+            out.setdefault(name, []).append(path)
+    return out
+
+
+def weights(tokens: dict[str, int], spec: dict) -> dict[str, float]:
+    """Normalised blend weights from per-source `weight` or `epochs` (tokens for unlisted sources)."""
+    unknown = set(spec) - set(tokens)
+    if unknown:
+        raise CurateError(f"blend.sources.{sorted(unknown)[0]}: no such source in the curated corpus "
+                          f"(sources: {', '.join(sorted(tokens))})")
+    raw = {}
+    for name, count in tokens.items():
+        entry = spec.get(name) or {}
+        if not isinstance(entry, dict) or set(entry) - {"weight", "epochs"} or len(entry) > 1:
+            raise CurateError(f"blend.sources.{name}: give one of `weight: W` or `epochs: E`, got {entry!r}")
+        value = next(iter(entry.values()), 1.0)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < float("inf"):
+            raise CurateError(f"blend.sources.{name}: {value!r}; weight or epochs must be a number >= 0")
+        if "weight" in entry:
+            raw[name] = float(value)
+        elif "epochs" in entry:
+            raw[name] = float(value) * count
+        else:
+            raw[name] = float(count)
+    total = sum(raw.values())
+    if total <= 0:
+        raise CurateError("blend: every source has weight 0")
+    return {name: value / total for name, value in raw.items()}
+
+
+def blend(folder, out_dir, cfg: dict, text_key: str = "text", progress: bool = False) -> dict:
+    """Tokenise each source and write the blend; returns blend.json's content."""
+    from megazoo.core.data.preprocess import preprocess
+
+    unknown = set(cfg) - set(BLEND_DEFAULTS)
+    if unknown:
+        raise CurateError(f"blend.{sorted(unknown)[0]}: unknown setting (settings: {', '.join(BLEND_DEFAULTS)})")
+    cfg = {**BLEND_DEFAULTS, **cfg}
+    sources = sources_of(folder)
+    if not sources:
+        raise CurateError(f"{folder}: every shard is empty; nothing to blend")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    if not isinstance(cfg["sources"] or {}, dict):
+        raise CurateError(f"blend.sources: expected a mapping source: {{weight: W}} or {{epochs: E}}, got {cfg['sources']!r}")
+    previous = _finished(out_dir, cfg, sources)
+    if previous is not None:  # a rerun: the sources were tokenised already, only the weights may change
+        tokens = {n: s["tokens"] for n, s in previous["sources"].items()}
+        prefixes = {n: s["prefix"] for n, s in previous["sources"].items()}
+        return _write(out_dir, cfg, tokens, prefixes, sources)
+    tokens, prefixes = {}, {}
+    for name, paths in sorted(sources.items()):
+        prefix = os.path.join(str(out_dir), name)
+        stats = preprocess(paths, cfg["tokenizer"], prefix, workers=cfg["workers"], append_eod=True,
+                           json_key=text_key, fmt="jsonl", progress=progress)
+        tokens[name], prefixes[name] = stats.tokens, prefix
+    return _write(out_dir, cfg, tokens, prefixes, sources)
+
+
+def _signature(paths: list[str]) -> list:
+    return [[p, os.path.getsize(p), os.stat(p).st_mtime_ns] for p in paths]
+
+
+def _finished(out_dir, cfg: dict, sources: dict) -> dict | None:
+    """blend.json of an earlier run over the same shards and tokenizer whose .bin/.idx are there."""
+    path = Path(out_dir) / "blend.json"
+    if not path.is_file():
+        return None
+    try:
+        previous = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    same = (previous.get("tokenizer") == cfg["tokenizer"]
+            and previous.get("inputs") == {n: _signature(p) for n, p in sorted(sources.items())})
+    files = all(os.path.isfile(s["prefix"] + ext) for s in previous.get("sources", {}).values() for ext in (".bin", ".idx"))
+    return previous if same and files else None
+
+
+def _write(out_dir, cfg: dict, tokens: dict, prefixes: dict, sources: dict) -> dict:
+    shares = weights(tokens, dict(cfg["sources"] or {}))
+    data_path = " ".join(f"{shares[n]:.6g} {prefixes[n]}" for n in sorted(prefixes))
+    result = {"data_path": data_path, "tokenizer": cfg["tokenizer"],
+              "inputs": {n: _signature(p) for n, p in sorted(sources.items())},
+              "sources": {n: {"prefix": prefixes[n], "tokens": tokens[n], "weight": shares[n],
+                              **((cfg["sources"] or {}).get(n) or {})} for n in sorted(prefixes)}}
+    write_json_atomic(Path(out_dir) / "blend.json", result, indent=1)
+    write_text_atomic(Path(out_dir) / "data_path.txt", data_path + "\n")
+    return json.loads(json.dumps(result))
