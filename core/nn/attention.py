@@ -1,5 +1,6 @@
 """Self-attention, tensor- and sequence-parallel: MHA and GQA, causal/bidirectional/padding masks,
-rotary or external positions, torch SDPA, an optional KV cache for generation.
+rotary or external positions, torch SDPA, an optional KV cache for generation. Without dropout and
+padding mask, core attention takes the per-device fast path (megazoo.core.nn.fast_attention).
 
 The fused QKV weight is laid out per KV group, as Megatron-LM does: for each of the num_kv_heads
 groups, its (num_heads / num_kv_heads) query heads, then its key head, then its value head. A
@@ -16,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from megazoo.core.nn.config import TransformerConfig
+from megazoo.core.nn.fast_attention import fast_attention
 from megazoo.core.nn.recompute import checkpoint
 from megazoo.core.nn.rope import apply_rope
 from megazoo.core.parallel.context import ParallelContext
@@ -62,6 +64,8 @@ class Attention(nn.Module):
     def core(self, q, k, v, mask, is_causal, generator):
         """q: [b, heads, s, d]; k, v: [b, kv, t, d] -> [b, heads, s, d]."""
         p = self.cfg.attention_dropout if self.training else 0.0
+        if p == 0.0 and mask is None:
+            return fast_attention(q, k, v, self.scale, is_causal)  # the per-device fast kernel
         if p == 0.0:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal and mask is None,
                                                   scale=self.scale, enable_gqa=self.group > 1)
@@ -90,7 +94,8 @@ class Attention(nn.Module):
         q, k, v = (t.permute(1, 2, 0, 3) for t in (q, k, v))  # [b, heads, s, d]
         is_causal = self.cfg.causal
         if cache is not None:
-            past = cache.length()
+            # this layer's own past (cache.length() is the first layer's, already updated in a prefill)
+            past = cache.layers[self.layer_number][0].shape[2] if self.layer_number in cache.layers else 0
             k, v = cache.update(self.layer_number, k, v)
             if past > 0 and is_causal and mask is None and s > 1:
                 mask = torch.ones(s, k.shape[2], dtype=torch.bool, device=x.device).tril(k.shape[2] - s)

@@ -5,6 +5,9 @@ and gets `p.main_grad`, a view into one flat fp32 buffer (`main_grad`) where gra
 micro-batches accumulate in fp32:
   - fp32 params: `p.grad` *is* the `main_grad` view, autograd adds into it in place;
   - bf16/fp16 params: a post-accumulate-grad hook adds `p.grad` into `p.main_grad` and frees it.
+    On CUDA the add casts inside the kernel; on the CPU torch would first copy the whole gradient
+    to an fp32 temporary (100 MB, 25k page faults for a 32k x 768 embedding), so the hook adds it
+    through a small reused fp32 scratch, a chunk at a time (`accumulate`).
 
 The buffer is cut into buckets, laid out in reverse parameter order (roughly the order in which
 backward produces gradients). Each bucket is padded to a multiple of the shard count so that rank r
@@ -86,6 +89,8 @@ class GradBuffers:
             self.grad_shard = self.main_grad
         self.counts: dict[nn.Parameter, int] = {p: 0 for p in params}
         self.expected = 1
+        self.scratch = (torch.empty(SCRATCH_ELEMENTS, dtype=torch.float32, device=ctx.device)
+                        if dtype != torch.float32 and ctx.device.type == "cpu" else None)
         self.hooks = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params]
 
     # ownership -----------------------------------------------------------------------------------
@@ -116,7 +121,7 @@ class GradBuffers:
 
     def _on_grad(self, p: nn.Parameter) -> None:
         if self.dtype != torch.float32:
-            p.main_grad.add_(p.grad)
+            accumulate(p.main_grad, p.grad, self.scratch)
             p.grad = None
         elif p.grad is not p.main_grad and p.grad.data_ptr() != p.main_grad.data_ptr():
             # something replaced the gradient tensor: fold it back into the buffer
@@ -180,6 +185,23 @@ class GradBuffers:
         for h in self.hooks:
             h.remove()
         self.hooks = []
+
+
+SCRATCH_ELEMENTS = 2**20  # 4 MiB of fp32: large enough for full-speed copies, small enough to stay in cache
+
+
+def accumulate(main: torch.Tensor, grad: torch.Tensor, scratch: torch.Tensor | None) -> None:
+    """main += grad (fp32 += bf16/fp16) without a gradient-sized temporary: through `scratch`, a
+    chunk at a time, when there is one (CPU); directly otherwise (CUDA casts inside the kernel)."""
+    if scratch is None or grad.dtype == main.dtype or not grad.is_contiguous():
+        main.add_(grad)
+        return
+    m, g, c = main.view(-1), grad.view(-1), scratch.numel()
+    for a in range(0, g.numel(), c):
+        b = min(a + c, g.numel())
+        part = scratch[:b - a]
+        part.copy_(g[a:b])
+        m[a:b].add_(part)
 
 
 def _round_up(n: int, m: int) -> int:

@@ -1,9 +1,16 @@
 """Cross-entropy over vocabulary-sharded logits that never gathers the full logits.
 
-Each rank holds logits[..., V/tp]. The loss needs three scalars per token reduced over tp: the max
-logit (for stability), the target's logit (only its owner has it) and the sum of exponentials.
-Padded vocabulary columns (index >= vocab_size) are excluded, so padding is invisible.
-With label smoothing eps, loss = (1 - eps) * nll + eps * mean over the real vocabulary of -log p.
+Each rank holds logits[..., V/tp]. The loss needs, per token and reduced over tp, the log of the sum
+of exponentials (each rank's local logsumexp, combined with a max and a sum all-reduce) and the
+target's logit (only its owner has it). Padded vocabulary columns (index >= vocab_size) are left
+out, so padding is invisible. With label smoothing eps,
+loss = (1 - eps) * nll + eps * mean over the real vocabulary of -log p.
+
+Fused and chunked: the rows are processed a chunk at a time (CHUNK_ELEMENTS logits), so no
+[tokens x V/tp] fp32 copy exists beyond one chunk; forward saves the logits (as they came) and the
+per-token logsumexp, backward recomputes each chunk's softmax and writes the gradient directly in
+the logits' dtype. The only Python branches depend on shapes and settings, never on data, so the
+function traces under torch.compile. Arithmetic is fp32 (fp64 for fp64 logits).
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ import torch.distributed as dist
 
 from megazoo.core.parallel.collectives import group_rank, group_size
 
+CHUNK_ELEMENTS = 2**22  # logits per chunk: 16 MiB in fp32
+
 
 def _all_reduce(x, group, op=dist.ReduceOp.SUM):
     if group_size(group) > 1:
@@ -20,58 +29,73 @@ def _all_reduce(x, group, op=dist.ReduceOp.SUM):
     return x
 
 
+def _rows(v: int) -> int:
+    return max(1, CHUNK_ELEMENTS // max(v, 1))
+
+
 class _VocabParallelCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target, vocab_size, group, ignore_index, smoothing):
+        shape = target.shape
         local_v = logits.shape[-1]
         start = group_rank(group) * local_v
-        if logits.dtype in (torch.float16, torch.bfloat16):
-            logits = logits.float()  # the softmax needs fp32 range and precision
-        col = torch.arange(start, start + local_v, device=logits.device)
-        pad = col >= vocab_size
-        if pad.any():
-            logits = logits.masked_fill(pad, float("-inf"))
-        logits_max = logits.max(dim=-1).values
-        _all_reduce(logits_max, group, dist.ReduceOp.MAX)
-        shifted = logits - logits_max.unsqueeze(-1)
+        real = min(max(vocab_size - start, 0), local_v)  # this shard's real (unpadded) columns
+        flat = logits.reshape(-1, local_v)
+        tgt = target.reshape(-1)
+        n = flat.shape[0]
+        cdtype = torch.float64 if logits.dtype == torch.float64 else torch.float32
 
-        ignored = target == ignore_index
-        local_t = target - start
-        outside = (local_t < 0) | (local_t >= local_v) | ignored
+        ignored = tgt == ignore_index
+        local_t = tgt - start
+        outside = (local_t < 0) | (local_t >= real) | ignored
         idx = local_t.masked_fill(outside, 0)
-        target_logit = shifted.gather(-1, idx.unsqueeze(-1)).squeeze(-1).masked_fill(outside, 0.0)
-        exp = shifted.exp()
-        sum_exp = exp.sum(-1)
-        packed = torch.stack([target_logit, sum_exp])
+        lse = torch.empty(n, dtype=cdtype, device=logits.device)
+        target_logit = flat.gather(-1, idx.unsqueeze(-1)).squeeze(-1).to(cdtype).masked_fill(outside, 0.0)
+        total = torch.zeros(n, dtype=cdtype, device=logits.device) if smoothing > 0 else None
+        step = _rows(local_v)
+        for a in range(0, n, step):
+            x = flat[a:a + step, :real].to(cdtype)
+            lse[a:a + step] = torch.logsumexp(x, -1)
+            if total is not None:
+                total[a:a + step] = x.sum(-1)
+        # the global logsumexp from every rank's own: max, then a sum of exp(local - max)
+        top = _all_reduce(lse.clone(), group, dist.ReduceOp.MAX)
+        top = top.masked_fill(torch.isinf(top), 0.0)  # a shard with no real columns gives -inf
+        packed = torch.stack([(lse - top).exp(), target_logit] + ([total] if total is not None else []))
         _all_reduce(packed, group)
-        target_logit, sum_exp = packed[0], packed[1]
-        log_z = sum_exp.log()
-        loss = log_z - target_logit
-        if smoothing > 0:
-            mean_logit = shifted.masked_fill(pad, 0.0).sum(-1)
-            _all_reduce(mean_logit, group)
-            mean_logit = mean_logit / vocab_size
-            loss = (1.0 - smoothing) * loss + smoothing * (log_z - mean_logit)
+        log_z = top + packed[0].log()
+        loss = log_z - packed[1]
+        if total is not None:
+            loss = (1.0 - smoothing) * loss + smoothing * (log_z - packed[2] / vocab_size)
         loss = loss.masked_fill(ignored, 0.0)
 
-        softmax = exp / sum_exp.unsqueeze(-1)
-        ctx.save_for_backward(softmax, idx, outside, ignored, pad)
-        ctx.smoothing, ctx.vocab_size = smoothing, vocab_size
-        return loss
+        ctx.save_for_backward(logits, log_z, idx, outside, ignored)
+        ctx.smoothing, ctx.vocab_size, ctx.real = smoothing, vocab_size, real
+        return loss.view(shape)
 
     @staticmethod
     def backward(ctx, grad_loss):
-        softmax, idx, outside, ignored, pad = ctx.saved_tensors
-        eps = ctx.smoothing
-        # d loss / d logit = softmax - (1 - eps) * onehot(target) - eps / V (real columns), in place
-        # on the saved softmax to avoid another [tokens, V/tp] buffer
-        grad = softmax
-        owned = (~outside).to(grad.dtype).unsqueeze(-1)
-        grad.scatter_add_(-1, idx.unsqueeze(-1), -(1.0 - eps) * owned)
-        if eps > 0:
-            grad -= (eps / ctx.vocab_size) * (~pad).to(grad.dtype)
-        grad *= (grad_loss * (~ignored)).unsqueeze(-1)
-        return grad, None, None, None, None, None
+        logits, log_z, idx, outside, ignored = ctx.saved_tensors
+        eps, real = ctx.smoothing, ctx.real
+        local_v = logits.shape[-1]
+        flat = logits.reshape(-1, local_v)
+        n = flat.shape[0]
+        # d loss / d logit = softmax - (1 - eps) * onehot(target) - eps / V (real columns), x upstream
+        scale = (grad_loss.reshape(-1).to(log_z.dtype) * (~ignored)).unsqueeze(-1)
+        owned = (~outside).to(log_z.dtype).unsqueeze(-1) * -(1.0 - eps)
+        grad = torch.empty_like(flat)
+        if real < local_v:
+            grad[:, real:] = 0
+        step = _rows(local_v)
+        for a in range(0, n if real > 0 else 0, step):  # a shard of padding only has zero gradient
+            b = min(a + step, n)
+            p = (flat[a:b, :real].to(log_z.dtype) - log_z[a:b].unsqueeze(-1)).exp_()
+            p.scatter_add_(-1, idx[a:b].unsqueeze(-1), owned[a:b])
+            if eps > 0:
+                p.sub_(eps / ctx.vocab_size)
+            p.mul_(scale[a:b])
+            grad[a:b, :real] = p
+        return grad.view(logits.shape), None, None, None, None, None
 
 
 def vocab_parallel_cross_entropy(logits: torch.Tensor, target: torch.Tensor, vocab_size: int, group=None,

@@ -31,3 +31,62 @@ def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return "cpu"
+
+
+def cpu_has_native_bf16() -> bool:
+    """True when the CPU multiplies bf16 in hardware (AVX512-BF16 or AMX): bf16 GEMMs then run
+    several times faster than fp32 ones; without it they are emulated and slower than fp32."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def attention_kernel(device: torch.device, dtype: torch.dtype) -> str:
+    """The core-attention kernel for the fast path (megazoo.core.nn.fast_attention): "sdpa" or
+    "explicit". Measured per device (forward + backward, seq 512, 12 heads, batch 4; the numbers in
+    bench/RESULTS.md): on CUDA, SDPA (flash); on a CPU with native bf16, the explicit GEMM kernel for
+    bf16 (0.7x SDPA's time) and SDPA for fp32 (the explicit kernel took 2x its time); without native
+    bf16, SDPA. MEGAZOO_ATTENTION=sdpa or explicit overrides the rule (tests, measurements)."""
+    forced = os.environ.get("MEGAZOO_ATTENTION", "auto")
+    if forced in ("sdpa", "explicit"):
+        return forced
+    if device.type != "cpu":
+        return "sdpa"
+    return "explicit" if dtype == torch.bfloat16 and _native_bf16() else "sdpa"
+
+
+_NATIVE_BF16: list[bool] = []
+
+
+def _native_bf16() -> bool:
+    if not _NATIVE_BF16:
+        _NATIVE_BF16.append(cpu_has_native_bf16())
+    return _NATIVE_BF16[0]
+
+
+# glibc mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+
+
+def set_allocator_policy(policy: str, device: torch.device) -> str:
+    """Apply train.allocator to this process and say what it did (for the run's log).
+
+    "keep" on a CPU: glibc serves every allocation from its heap (no per-tensor mmap) and never
+    trims it, so the big tensors of a step (logits, their gradient, embedding gradients) reuse
+    memory the previous step freed instead of mapping fresh pages (which fault once per 4 KiB:
+    380-690k faults a step on the bench model). The cost: the process keeps its peak heap mapped
+    (its resident size stays at the step's peak) rather than returning it between steps. CUDA
+    has its own caching allocator, and other C libraries are left alone: "system" there."""
+    if policy != "keep" or device.type != "cpu":
+        return "system"
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        ok = libc.mallopt(_M_MMAP_MAX, 0) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1) == 1
+    except (OSError, AttributeError):  # not glibc
+        return "system"
+    return "keep (glibc: mmap off, trim threshold 2 GiB)" if ok else "system"

@@ -22,7 +22,7 @@ import torch.distributed as dist
 
 from megazoo.core.optim import AdamWSettings, ConstantScaler, DynamicScaler, LRSchedule, MixedPrecisionOptimizer
 from megazoo.core.parallel.context import ParallelContext
-from megazoo.core.parallel.device import synchronize
+from megazoo.core.parallel.device import set_allocator_policy, synchronize
 from megazoo.core.parallel.pipeline import forward_backward
 from megazoo.core.train import checkpointing, rundir
 from megazoo.core.train.config import RunConfig
@@ -70,6 +70,8 @@ class Trainer:
         self.is_logger = ctx.rank == 0
         t = cfg.train
         self.dtype = cfg.compute_dtype
+        # the allocator policy is set before the first big tensor: memory that stays mapped
+        self.allocator_policy = set_allocator_policy(t.allocator, ctx.device)
         self.chunks = self.builder.chunks(ctx, t.seed)
         for c in self.chunks:
             c.train()
@@ -98,6 +100,10 @@ class Trainer:
                                  bucket_size=cfg.optim.bucket_size, overlap_grad_reduce=cfg.optim.overlap_grad_reduce)
         self.optimizer = MixedPrecisionOptimizer(self.chunks, ctx, settings, self.dtype, scaler)
         self.schedule = LRSchedule(t.lr, t.min_lr, t.warmup, t.steps, t.decay)
+        if t.compile:  # in place (state_dict names unchanged); compiles on the first step
+            for c in self.chunks:
+                c.compile(backend=t.compile_backend)
+        self.compile_seconds = None  # train.compile: the first step's time over the second's
         self.num_micro = cfg.micro_batches_per_step(ctx.dp)
         collate = self.builder.collate
         self.train_data = Batches(train_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate)
@@ -137,7 +143,8 @@ class Trainer:
             (self.run_dir / "config.yaml").write_text(self._resolved_yaml())
             self.monitor.message(f"megazoo train: {cfg.name}: {self.layout()}, {self.builder.num_parameters(ctx.tp):,} "
                                  f"parameters, {cfg.precision.dtype}, peak {self.peak / 1e12:.3f} TFLOP/s "
-                                 f"({self.peak_source})")
+                                 f"({self.peak_source}); allocator {self.allocator_policy}"
+                                 + (f"; train.compile ({t.compile_backend})" if t.compile else ""))
             if resumed_from:
                 self.monitor.message(f"resumed from {resumed_from} at step {self.step}")
             elif self.init_report is not None:
@@ -254,6 +261,7 @@ class Trainer:
         cfg, t = self.cfg, self.cfg.train
         started = time.perf_counter()
         valid = None
+        first = None  # the first step's time (train.compile: it includes compilation)
         while self.step < t.steps:
             synchronize(self.ctx.device)
             t0 = time.perf_counter()
@@ -263,6 +271,11 @@ class Trainer:
             self.consumed_tokens += step_tokens
             synchronize(self.ctx.device)
             dt = time.perf_counter() - t0
+            if t.compile and first is not None and self.compile_seconds is None:
+                self.compile_seconds = max(first - dt, 0.0)
+                self.monitor.message(f"train.compile: about {self.compile_seconds:.1f} s of compilation "
+                                     f"(first step {first:.1f} s, second {dt:.1f} s)")
+            first = dt if first is None else first
             if self.step % t.log_interval == 0 or self.step == t.steps:
                 record = {"step": self.step, "loss": out["loss"], "lr": out["lr"], "grad_norm": out["grad_norm"],
                           "tokens_per_s": step_tokens / dt, "tflops": step_flops / dt / 1e12,
