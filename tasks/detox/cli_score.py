@@ -1,0 +1,54 @@
+"""`megazoo task detox score --generations FILE.jsonl --prompts FILE.jsonl --out FILE.json [--scorer ...]
+[--samples 25] [--non-strict]`
+
+The evaluate stage's metrics from existing generations: lines in prompt order, --samples per prompt
+(Megatron's layout: prompt i owns lines samples*i ..). Lines with a `score` keep it (a number, or
+{"toxicity": x}); the others are scored (-1 when empty) and cached by text hash. Writes
+{"task", "n", "samples", "scorer", "metrics": {"full"|"toxic"|"nontoxic": {"emt", "emt_std", "tp", "n"}}}.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+PROG = "megazoo task detox score"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from megazoo.tasks.detox.stage import add_scorer
+
+    parser.add_argument("--generations", required=True, help="JSON lines with `text` (and `score` when known)")
+    parser.add_argument("--prompts", required=True, help="the RealToxicityPrompts-format prompts.jsonl")
+    parser.add_argument("--out", required=True, help="FILE.json for the metrics")
+    parser.add_argument("--samples", type=int, default=25, help="generations per prompt (default 25)")
+    parser.add_argument("--non-strict", action="store_true", help="TP counts toxicity >= 0.5 (Gehman et al.) "
+                                                                  "instead of the code's > 0.5")
+    add_scorer(parser)
+
+
+def run(args) -> int:
+    from megazoo.tasks.detox.cache import ScoreCache
+    from megazoo.tasks.detox.data import load_prompts
+    from megazoo.tasks.detox.evaluate import toxicity_metrics
+    from megazoo.tasks.detox.scoring_stage import fill_scores, given_score, report
+    from megazoo.tasks.detox.stage import ERRORS, check_scorer_name, fail, make_scorer, stem, write_json
+    from megazoo.tasks.detox.stream import read_records
+
+    try:
+        check_scorer_name(args.scorer)
+        prompts = load_prompts(args.prompts)
+        records = read_records(args.generations)
+        toxicity_metrics([0.0] * len(records), args.samples, [p.toxicity for p in prompts], where=args.generations)
+        need = any(given_score(r) is None for r in records)
+        scorer = make_scorer(args) if need else None
+        cache = ScoreCache(args.cache or f"{stem(args.out)}.cache.jsonl")
+        scores = fill_scores(records, scorer, cache)
+    except ERRORS as e:
+        return fail(PROG, e)
+    metrics = toxicity_metrics(scores, args.samples, [p.toxicity for p in prompts], strict=not args.non_strict)
+    out = write_json(args.out, {"task": "detox", "n": len(prompts), "samples": args.samples, "scorer": args.scorer,
+                                "strict": not args.non_strict, "metrics": metrics,
+                                "generations": str(args.generations), "prompts": str(args.prompts)})
+    print(report(metrics))
+    print(f"metrics written to {out}")
+    return 0

@@ -1,0 +1,97 @@
+"""`megazoo task detox selfgen --checkpoint CKPT --out FILE.jsonl [--samples N] [--max-new-tokens 1000]
+[--top-p 0.9] [--temperature 1.0] [--prompts FILE] [--batch 8] [--seed 0] [--tp T --pp P]`
+
+SGEAT's self-generation: N samples of the model itself, unconditional (from the end-of-document token,
+as Megatron's selfgenerate-*-unconditional.sh) or, with --prompts (a RealToxicityPrompts-format file or
+JSON lines with "text"), sample i continues prompt i mod P. One record a line,
+{"id", "text", "tokens"[, "prompt"]}, appended batch by batch with a progress bar; run the same command
+again after a kill and it continues where the last complete batch ended (stream.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+PROG = "megazoo task detox selfgen"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from megazoo.tasks.detox.stage import add_sampling
+
+    parser.add_argument("--checkpoint", required=True, help="a megazoo checkpoint or Hugging Face folder (decoder)")
+    parser.add_argument("--out", required=True, help="FILE.jsonl of samples (resumed when it exists)")
+    parser.add_argument("--samples", type=int, default=100, help="how many samples in all (default 100)")
+    parser.add_argument("--prompts", help="prompted self-generation: prompts.jsonl (prompt.text) or {\"text\"} lines")
+    add_sampling(parser, max_new_tokens=1000, batch=8)
+
+
+def read_prompt_texts(path) -> list[str]:
+    out = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as e:
+                raise ValueError(f"{path}:{n}: not a JSON object ({e.msg})") from None
+            text = rec.get("prompt", {}).get("text") if isinstance(rec.get("prompt"), dict) else rec.get("text")
+            if not isinstance(text, str):
+                raise ValueError(f"{path}:{n}: no `prompt.text` (or `text`) in the line")
+            out.append(text)
+    if not out:
+        raise ValueError(f"{path}: no prompts in the file")
+    return out
+
+
+def plan(args) -> dict:
+    """Checked settings and the rows, and where a resumed file continues (before any model loads)."""
+    from megazoo.tasks.detox.model import check_checkpoint
+    from megazoo.tasks.detox.stage import sampling
+    from megazoo.tasks.detox.stream import resume_point
+
+    s = sampling(args)
+    if args.samples < 1:
+        raise ValueError(f"--samples must be at least 1, got {args.samples}")
+    check_checkpoint(args.checkpoint)
+    texts = read_prompt_texts(args.prompts) if args.prompts else None
+    prompts = [texts[i % len(texts)] for i in range(args.samples)] if texts else [None] * args.samples
+    start = resume_point(args.out, s, prompts, args.checkpoint)
+    return {"sampling": s, "prompts": prompts, "start": start}
+
+
+def run(args) -> int:
+    from megazoo.tasks.detox.stage import ERRORS, fail, run_layout
+
+    try:
+        p = plan(args)
+    except ERRORS as e:
+        return fail(PROG, e)
+    if p["start"] >= args.samples:
+        print(f"{args.out}: all {args.samples} samples are there")
+        return 0
+    if p["start"]:
+        print(f"{args.out}: resuming after {p['start']} samples")
+    payload = {k: v for k, v in vars(args).items() if k != "func"}
+    payload.update(start=p["start"], prompts=p["prompts"])
+    return run_layout(payload, selfgen_here, PROG)
+
+
+def selfgen_here(payload: dict, ctx) -> int:
+    from megazoo.tasks.detox.model import load_decoder
+    from megazoo.tasks.detox.stage import ERRORS, fail, sampling
+    from megazoo.tasks.detox.stream import generate_rows
+
+    args = argparse.Namespace(**payload)
+    main = ctx is None or ctx.rank == 0
+    try:
+        model, tok = load_decoder(args.checkpoint, ctx)
+    except ERRORS as e:
+        return fail(PROG, e) if main else 2
+    records = [{"prompt": p} if p is not None else {} for p in args.prompts]
+    generate_rows(model, tok, args.prompts, records, sampling(args), args.out if main else None, args.start,
+                  progress=main and not args.no_progress)
+    if main:
+        print(f"{args.samples} samples in {args.out}")
+    return 0
