@@ -1,0 +1,112 @@
+"""synthetic_qa data: the SQuAD reader's one-line errors (`file:line: problem`) on the bad inputs of
+the issue, the shipped hand-written dev set, the template questions and the generate stage, and
+the stages' one-line CLI errors."""
+
+import json
+
+import pytest
+
+from megazoo.cli import main as megazoo
+from megazoo.tasks.synthetic_qa.builder import DEV
+from megazoo.tasks.synthetic_qa.prompts import answer_context, clean_question, qg_prompt
+from megazoo.tasks.synthetic_qa.squad import SquadFormatError, read_squad
+from megazoo.tasks.synthetic_qa.templates import paragraph_questions
+
+GOOD = """{"version": "1.1", "data": [{"title": "t", "paragraphs": [
+ {"context": "Pdb sets a handler for the SIGINT signal.",
+  "qas": [
+   {"id": "a", "question": "Which signal?",
+    "answers": [{"text": "SIGINT", "answer_start": 27}]},
+   {"id": "b", "question": "Who sets it?",
+    "answers": [{"text": "Pdb", "answer_start": 0}]}]}]}]}
+"""
+
+
+def write(tmp_path, text, name="f.json"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_reads_a_good_file(tmp_path):
+    f = read_squad(write(tmp_path, GOOD))
+    assert [(q.id, q.answers, q.line) for q in f.questions] == [("a", [("SIGINT", 27)], 4), ("b", [("Pdb", 0)], 6)]
+    assert not f.v2 and f.paragraphs == [("t", "Pdb sets a handler for the SIGINT signal.")]
+
+
+@pytest.mark.parametrize("edit, line, problem", [
+    (('"answer_start": 27', '"answer_start": 26'), 5, "answer_start 26 does not point at the answer 'SIGINT'"),
+    (('"id": "b"', '"id": "a"'), 6, "question id 'a' is used twice (first at line 4)"),
+    (('"qas": [', '"qas": [,'), 3, "not valid JSON"),
+    (('"text": "Pdb", ', ''), 7, "an answer has no 'text'"),
+])
+def test_bad_files_fail_with_file_and_line(tmp_path, edit, line, problem):
+    path = write(tmp_path, GOOD.replace(*edit))
+    with pytest.raises(SquadFormatError) as e:
+        read_squad(path)
+    assert str(e.value).startswith(f"{path}:{line}: ") and problem in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_not_json_at_all(tmp_path):
+    path = write(tmp_path, "id,question\n1,what\n")
+    with pytest.raises(SquadFormatError, match=rf"^{path}:1: not valid JSON"):
+        read_squad(path)
+
+
+def test_the_hand_written_dev_set():
+    f = read_squad(DEV)
+    assert len(f.questions) >= 60 and len({q.id for q in f.questions}) == len(f.questions)
+    for q in f.questions:  # written as people ask: a question, and an answer that is a span of the paragraph
+        assert q.question.endswith("?") or q.question[:1].islower(), q.question
+        text, start = q.answers[0]
+        assert q.context[start:start + len(text)] == text
+    assert len({q.context for q in f.questions}) >= 30
+
+
+def test_template_questions_are_spans():
+    context = ('The "nonlocal" statement causes names to refer to bound variables. This module provides socket '
+               'operations and some related functions. If step is zero, "ValueError" is raised.')
+    qs = paragraph_questions(context)
+    assert ("Which statement causes names to refer to bound variables?", '"nonlocal"') in [q[:2] for q in qs]
+    assert ("What does this module provide?", "socket operations and some related functions") in [q[:2] for q in qs]
+    for question, answer, start in qs:
+        assert context[start:start + len(answer)] == answer and question.endswith("?")
+
+
+def test_prompt_holds_the_answer_sentence():
+    context = "First sentence here is long enough to stand alone in the prompt. Pdb sets SIGINT. Last one."
+    start = context.index("SIGINT")
+    assert "SIGINT" in answer_context(context, start, "SIGINT")
+    prompt = qg_prompt(context, start, "SIGINT")
+    assert prompt.endswith("Answer: SIGINT\nQuestion:") and "Last one" not in prompt
+    assert clean_question(" Which signal? And more\nnext") == "Which signal?"
+
+
+def test_generate_stage(tmp_path):
+    assert megazoo(["task", "synthetic_qa", "generate", str(tmp_path / "d"), "--train-paragraphs", "20",
+                    "--text-paragraphs", "5"]) == 0
+    train = read_squad(tmp_path / "d" / "train.json")
+    text = read_squad(tmp_path / "d" / "paragraphs.json")
+    dev = read_squad(tmp_path / "d" / "dev.json")
+    assert len(train.paragraphs) == 20 and train.questions and len(text.paragraphs) == 5 and not text.questions
+    contexts = {c for _, c in dev.paragraphs}
+    assert not contexts & {c for _, c in train.paragraphs + text.paragraphs}  # the dev text is held out
+    pairs = [json.loads(line) for line in (tmp_path / "d" / "qg.jsonl").read_text().splitlines()]
+    assert len(pairs) == len(train.questions) and pairs[0]["response"] == " " + train.questions[0].question
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["answers", "--data", "{missing}", "--checkpoint", "x", "--out", "o.json"], "--data {missing}: no such file"),
+    (["evaluate", "--data", "{dev}", "--checkpoint", "{tmp}/none", "--out", "o.json"], "does not exist"),
+    (["filter", "--data", "{bad}", "--checkpoint", "x", "--out", "o.json"], "{bad}:1: not valid JSON"),
+    (["questions", "--data", "{dev}", "--checkpoint", "{tmp}", "--out", "o.json"], "is not a megazoo model checkpoint"),
+    (["train", "synthetic_qa-answers", "--set", "task.name=race"], "task.name is 'race'"),
+])
+def test_stage_errors_are_one_line(tmp_path, capsys, argv, message):
+    bad = write(tmp_path, "nope", "bad.json")
+    fill = {"missing": str(tmp_path / "missing.json"), "dev": str(DEV), "tmp": str(tmp_path), "bad": str(bad)}
+    argv = [a.format(**fill) for a in argv]
+    assert megazoo(["task", "synthetic_qa", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message.format(**fill) in err and err.count("\n") == 0 and "Traceback" not in err

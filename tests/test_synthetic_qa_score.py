@@ -1,0 +1,213 @@
+"""The synthetic_qa scorer against the official SQuAD scripts' logic (evaluate-v1.1.py and
+evaluate-v2.0.py, restated below line by line as the reference, since the scripts are not offline)
+on fixtures with tricky normalisation; v2.0's null threshold and HasAns/NoAns splits; the score
+stage's file and its handling of missing ids and bad files."""
+
+import collections
+import json
+import re
+import string
+
+import pytest
+
+from megazoo.cli import main as megazoo
+from megazoo.tasks.synthetic_qa.score import score
+from megazoo.tasks.synthetic_qa.squad import Question, read_squad, write_squad
+
+
+# --- the reference: the official scripts' functions -------------------------------------------
+def normalize_answer(s):
+    def remove_articles(text):
+        return re.sub(r"\b(a|an|the)\b", " ", text)
+
+    def white_space_fix(text):
+        return " ".join(text.split())
+
+    def remove_punc(text):
+        exclude = set(string.punctuation)
+        return "".join(ch for ch in text if ch not in exclude)
+
+    return white_space_fix(remove_articles(remove_punc(s.lower())))
+
+
+def v1_f1(prediction, ground_truth):
+    prediction_tokens = normalize_answer(prediction).split()
+    ground_truth_tokens = normalize_answer(ground_truth).split()
+    common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(prediction_tokens)
+    recall = 1.0 * num_same / len(ground_truth_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def v1_evaluate(dataset, predictions):
+    f1 = exact_match = total = 0
+    for article in dataset:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                total += 1
+                if qa["id"] not in predictions:
+                    continue
+                ground_truths = [x["text"] for x in qa["answers"]]
+                prediction = predictions[qa["id"]]
+                exact_match += max(normalize_answer(prediction) == normalize_answer(g) for g in ground_truths)
+                f1 += max(v1_f1(prediction, g) for g in ground_truths)
+    return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
+
+
+def get_tokens(s):
+    if not s:
+        return []
+    return normalize_answer(s).split()
+
+
+def v2_f1(a_gold, a_pred):
+    gold_toks, pred_toks = get_tokens(a_gold), get_tokens(a_pred)
+    common = collections.Counter(gold_toks) & collections.Counter(pred_toks)
+    num_same = sum(common.values())
+    if len(gold_toks) == 0 or len(pred_toks) == 0:
+        return int(gold_toks == pred_toks)
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(pred_toks)
+    recall = 1.0 * num_same / len(gold_toks)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def v2_evaluate(dataset, preds, na_probs=None, na_prob_thresh=1.0):
+    qid_to_has_ans = {qa["id"]: bool(qa["answers"]) for a in dataset for p in a["paragraphs"] for qa in p["qas"]}
+    na_probs = na_probs or {k: 0.0 for k in preds}
+    exact, f1 = {}, {}
+    for article in dataset:
+        for p in article["paragraphs"]:
+            for qa in p["qas"]:
+                gold_answers = [a["text"] for a in qa["answers"] if normalize_answer(a["text"])] or [""]
+                a_pred = preds[qa["id"]]
+                exact[qa["id"]] = max(int(normalize_answer(a) == normalize_answer(a_pred)) for a in gold_answers)
+                f1[qa["id"]] = max(v2_f1(a, a_pred) for a in gold_answers)
+    for scores in (exact, f1):
+        for qid in scores:
+            if na_probs[qid] > na_prob_thresh:
+                scores[qid] = float(not qid_to_has_ans[qid])
+    out = {"exact_match": 100.0 * sum(exact.values()) / len(exact), "f1": 100.0 * sum(f1.values()) / len(f1)}
+    for name, ids in (("HasAns", [k for k, v in qid_to_has_ans.items() if v]),
+                      ("NoAns", [k for k, v in qid_to_has_ans.items() if not v])):
+        if ids:
+            out[f"{name}_exact_match"] = 100.0 * sum(exact[k] for k in ids) / len(ids)
+            out[f"{name}_f1"] = 100.0 * sum(f1[k] for k in ids) / len(ids)
+    return out
+
+
+# --- fixtures ----------------------------------------------------------------------------------
+CONTEXT = ("The Eiffel Tower, an iconic landmark, opened in 1889 — a year of the Exposition Universelle. Café "
+           "owners called it \"la dame de fer\"; the tower is 330 m tall and an the a.")
+# (prediction, gold answers as spans of CONTEXT): articles, punctuation, unicode, several golds, empty
+CASES = [
+    ("the Eiffel Tower", ["The Eiffel Tower"]),
+    ("Eiffel Tower!!", ["The Eiffel Tower"]),
+    ("an iconic landmark", ["iconic landmark,"]),
+    ("1889", ["1889", "in 1889"]),
+    ("in 1889 —", ["1889"]),
+    ("Café owners", ["Café"]),
+    ("cafe owners", ["Café owners"]),
+    ("“la dame de fer”", ["\"la dame de fer\""]),
+    ("la dame", ["\"la dame de fer\"", "la dame de fer\";"]),
+    ("", ["330 m"]),
+    ("a", ["an the a"]),
+    ("the", ["a"]),
+    ("330 m tall", ["330 m", "the tower is 330 m tall"]),
+    ("Exposition   Universelle", ["Exposition Universelle"]),
+    ("tower tower tower", ["the tower"]),
+]
+
+
+def dataset(cases, impossible=()):
+    qas = []
+    for i, (_, golds) in enumerate(cases):
+        answers = [{"text": g, "answer_start": CONTEXT.index(g)} for g in golds]
+        qas.append({"id": f"q{i}", "question": f"question {i}?", "answers": [] if i in impossible else answers,
+                    **({"is_impossible": i in impossible} if impossible else {})})
+    return [{"title": "t", "paragraphs": [{"context": CONTEXT, "qas": qas}]}]
+
+
+def questions_of(data, tmp_path, version="1.1"):
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({"version": version, "data": data}, ensure_ascii=False), encoding="utf-8")
+    return read_squad(path)
+
+
+def test_v1_equals_the_official_script(tmp_path):
+    data = dataset(CASES)
+    preds = {f"q{i}": p for i, (p, _) in enumerate(CASES)}
+    ours = score(questions_of(data, tmp_path).questions, preds, v2=False)["metrics"]
+    ref = v1_evaluate(data, preds)
+    assert ours == pytest.approx(ref, abs=1e-12)
+    assert 0 < ref["exact_match"] < 100 and 0 < ref["f1"] < 100  # the cases cover both outcomes
+    # per question too, where the versions part: "the" vs "a" is EM 1, F1 0 in v1.1
+    one = score(questions_of(dataset([("the", ["a"])]), tmp_path).questions, {"q0": "the"})
+    assert one["metrics"] == {"exact_match": 100.0, "f1": 0.0}
+
+
+@pytest.mark.parametrize("thresh", [1.0, 0.5])
+def test_v2_equals_the_official_script(tmp_path, thresh):
+    impossible = {2, 9, 11}
+    data = dataset(CASES, impossible)
+    preds = {f"q{i}": ("" if i in (9, 5) else p) for i, (p, _) in enumerate(CASES)}
+    na = {f"q{i}": (0.9 if i in (2, 3, 11) else 0.1) for i in range(len(CASES))}
+    f = questions_of(data, tmp_path, "v2.0")
+    assert f.v2
+    ours = score(f.questions, preds, True, na, thresh)
+    ref = v2_evaluate(data, preds, na, thresh)
+    assert ours["metrics"] == pytest.approx(ref, abs=1e-12)
+    assert ours["counts"] == {"total": 15, "HasAns_total": 12, "NoAns_total": 3}
+    # without probabilities: the same as the official default (all 0, threshold 1.0)
+    assert score(f.questions, preds, True)["metrics"] == pytest.approx(v2_evaluate(data, preds), abs=1e-12)
+
+
+def test_missing_predictions_score_zero_and_are_listed(tmp_path):
+    data = dataset(CASES[:4])
+    preds = {"q0": "the Eiffel Tower", "q2": "iconic landmark", "extra": "ignored"}
+    r = score(questions_of(data, tmp_path).questions, preds)
+    assert r["missing"] == ["q1", "q3"]
+    assert r["metrics"] == pytest.approx(v1_evaluate(data, preds), abs=1e-12)
+    assert r["metrics"]["exact_match"] == 50.0
+
+
+def test_score_stage_file_and_errors(tmp_path, capsys):
+    data = dataset(CASES[:4])
+    dev = tmp_path / "dev.json"
+    dev.write_text(json.dumps({"version": "1.1", "data": data}, ensure_ascii=False), encoding="utf-8")
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps({"q0": "Eiffel Tower", "q1": "x", "q2": "an iconic landmark"}))
+    out = tmp_path / "out.json"
+    assert megazoo(["task", "synthetic_qa", "score", "--data", str(dev), "--predictions", str(pred),
+                    "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "1 of 4 questions have no prediction" in err and "q3" in err
+    r = json.loads(out.read_text())
+    assert r["n"] == 4 and set(r["metrics"]) == {"exact_match", "f1"} and r["missing"] == ["q3"]
+    assert r["metrics"]["exact_match"] == 50.0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"q0": "a",\n "q1": }\n')
+    assert megazoo(["task", "synthetic_qa", "score", "--data", str(dev), "--predictions", str(bad),
+                    "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{bad}:2: not valid JSON" in err and "Traceback" not in err
+    assert megazoo(["task", "synthetic_qa", "score", "--data", str(dev), "--predictions", str(tmp_path / "no.json"),
+                    "--out", str(out)]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_writer_roundtrip_v1_and_v2(tmp_path):
+    paragraphs = [("t", CONTEXT)]
+    qs = [Question("a", "Which tower?", CONTEXT, [("Eiffel Tower", CONTEXT.index("Eiffel Tower"))]),
+          Question("b", "Who?", CONTEXT, [], is_impossible=True, plausible_answers=[("Café", CONTEXT.index("Café"))])]
+    write_squad(tmp_path / "v2.json", paragraphs, qs, "v2.0")
+    back = read_squad(tmp_path / "v2.json")
+    assert back.v2 and [(q.id, q.answers, q.is_impossible, q.plausible_answers) for q in back.questions] == \
+        [(q.id, q.answers, q.is_impossible, q.plausible_answers) for q in qs]
+    write_squad(tmp_path / "v1.json", paragraphs, qs[:1])
+    raw = json.loads((tmp_path / "v1.json").read_text())
+    assert raw["version"] == "1.1" and "is_impossible" not in raw["data"][0]["paragraphs"][0]["qas"][0]
