@@ -164,3 +164,27 @@ def launch_local(entry, payload, nproc: int, prog: str, run_dir=None) -> int:
         print(f"\n{prog}: interrupted; all {nproc} ranks stopped.{where}", file=sys.stderr)
         return 130
     return 0
+
+
+def run_layout(payload: dict, here, prog: str) -> int:
+    """here(payload, ctx) in this process when payload's tp x pp is 1 (ctx None), else on tp x pp
+    local ranks, each with its ParallelContext (a stage command that runs a model at a layout: every
+    rank computes the same result, rank 0 writes). `here` must be module level (ranks import it) and
+    return 0; another code makes the rank exit 2."""
+    nproc = payload["tp"] * payload["pp"]
+    if nproc == 1:
+        return here(payload, None)
+    return launch_local(_layout_rank, (payload, here), nproc, prog)
+
+
+def _layout_rank(job) -> None:
+    from megazoo.core.parallel.context import ParallelConfig, ParallelContext
+
+    payload, here = job
+    _, world = setup_rank()
+    try:
+        ctx = ParallelContext.build(ParallelConfig(tp=payload["tp"], pp=payload["pp"]))
+        if here(payload, ctx) != 0:
+            raise SystemExit(2)
+    finally:
+        teardown_rank(world)

@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from megazoo.tasks.bias.stage import ERRORS, read_inputs, run_layout
+    from megazoo.core.parallel.launch import run_layout
+    from megazoo.tasks.bias.stage import ERRORS, read_inputs
     from megazoo.tasks.bias.study import parse_shots, parse_sizes
 
     try:  # every input checked once, before any model loads or any rank starts

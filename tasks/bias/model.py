@@ -56,30 +56,8 @@ def load_layout_lm(checkpoint, ctx, max_length: int | None = None):
     """This rank's share of `checkpoint` (a megazoo checkpoint, or a Hugging Face folder converted
     to megazoo's model) at the layout of `ctx`: tensor slices, and with pp > 1 this stage's chunks.
     Every rank of the layout then runs the same scoring calls."""
-    from transformers import AutoTokenizer
-
-    from megazoo.core.parallel.pipeline import build_chunks
     from megazoo.eval.lm import MegazooLM
-    from megazoo.zoo.hf import build_model, config_from_dict, load_full_state
-    from megazoo.zoo.io import is_hf_folder, load_model, tokenizer_dir
+    from megazoo.zoo.decoder import load_decoder
 
-    path = Path(checkpoint)
-    arch, cfg_dict, state = load_model(path, hf=True)
-    if arch not in ("gpt", "llama"):
-        raise ValueError(f"{path}: p(Yes) scoring needs a decoder (gpt or llama), this checkpoint is {arch!r}")
-    cfg = config_from_dict(arch, cfg_dict)
-    if ctx.pp == 1:
-        model = load_full_state(build_model(arch, cfg, ctx), state, ctx).eval()
-    else:
-        chunks = build_chunks(lambda **kw: build_model(arch, cfg, ctx, **kw), cfg.num_layers, ctx)
-        model = [load_full_state(c, state, ctx).eval() for c in chunks]
-    if is_hf_folder(path):
-        ggufs = sorted(p.name for p in path.glob("*.gguf"))
-        kw = {"gguf_file": ggufs[0]} if not (path / "config.json").is_file() and len(ggufs) == 1 else {}
-        tok = AutoTokenizer.from_pretrained(str(path), **kw)
-    else:
-        tok_dir = tokenizer_dir(path)
-        if tok_dir is None:
-            raise ValueError(f"{path} has no tokenizer/ folder; import or train it with a tokenizer to score text")
-        tok = AutoTokenizer.from_pretrained(str(tok_dir))
+    model, tok = load_decoder(checkpoint, ctx, "p(Yes) scoring")
     return MegazooLM(model, tok, max_length=max_length)

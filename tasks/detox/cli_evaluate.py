@@ -37,7 +37,8 @@ def generations_path(out) -> str:
 def run(args) -> int:
     from megazoo.tasks.detox.data import load_prompts
     from megazoo.tasks.detox.model import check_checkpoint
-    from megazoo.tasks.detox.stage import ERRORS, check_scorer_name, fail, make_scorer, run_layout, sampling
+    from megazoo.core.parallel.launch import run_layout
+    from megazoo.tasks.detox.stage import ERRORS, check_scorer_name, fail, make_scorer, sampling
     from megazoo.tasks.detox.stream import resume_point
 
     try:  # every input checked before any model loads

@@ -62,7 +62,8 @@ def plan(args) -> dict:
 
 
 def run(args) -> int:
-    from megazoo.tasks.detox.stage import ERRORS, fail, run_layout
+    from megazoo.core.parallel.launch import run_layout
+    from megazoo.tasks.detox.stage import ERRORS, fail
 
     try:
         p = plan(args)

@@ -20,35 +20,9 @@ def check_checkpoint(checkpoint) -> Path:
 
 def load_decoder(checkpoint, ctx=None):
     """(model or this rank's chunks, tokenizer) of `checkpoint` at the layout of `ctx` (None: one process)."""
-    from transformers import AutoTokenizer
+    from megazoo.zoo.decoder import load_decoder as load
 
-    from megazoo.core.parallel.context import ParallelContext
-    from megazoo.core.parallel.pipeline import build_chunks
-    from megazoo.zoo.hf import build_model, config_from_dict, load_full_state
-    from megazoo.zoo.io import is_hf_folder, load_model, tokenizer_dir
-
-    path = check_checkpoint(checkpoint)
-    ctx = ctx or ParallelContext.single()
-    arch, cfg_dict, state = load_model(path, hf=True)
-    if arch not in ("gpt", "llama"):
-        raise ValueError(f"{path}: generation needs a decoder (gpt or llama), this checkpoint is {arch!r}")
-    cfg = config_from_dict(arch, cfg_dict)
-    if ctx.pp == 1:
-        model = load_full_state(build_model(arch, cfg, ctx), state, ctx).eval()
-    else:
-        chunks = build_chunks(lambda **kw: build_model(arch, cfg, ctx, **kw), cfg.num_layers, ctx)
-        model = [load_full_state(c, state, ctx).eval() for c in chunks]
-    kw = {}
-    if is_hf_folder(path):
-        tok_path = path
-        ggufs = sorted(p.name for p in path.glob("*.gguf"))
-        if not (path / "config.json").is_file() and len(ggufs) == 1:
-            kw["gguf_file"] = ggufs[0]
-    else:
-        tok_path = tokenizer_dir(path)
-        if tok_path is None:
-            raise ValueError(f"{path} has no tokenizer; import or train it with a tokenizer to generate text")
-    return model, AutoTokenizer.from_pretrained(str(tok_path), **kw)
+    return load(check_checkpoint(checkpoint), ctx, "generation")
 
 
 def start_token(tok) -> int:

@@ -78,28 +78,3 @@ def write_json(path, record: dict) -> Path:
     tmp.write_text(json.dumps(record, indent=2) + "\n")
     os.replace(tmp, path)
     return path
-
-
-def run_layout(payload: dict, here, prog: str) -> int:
-    """here(payload, ctx) in this process (tp = pp = 1; ctx None), or on tp x pp local ranks (every
-    rank generates the same tokens; rank 0 writes)."""
-    nproc = payload["tp"] * payload["pp"]
-    if nproc == 1:
-        return here(payload, None)
-    from megazoo.core.parallel.launch import launch_local
-
-    return launch_local(_rank_main, (payload, here), nproc, prog)
-
-
-def _rank_main(job) -> None:
-    from megazoo.core.parallel.context import ParallelConfig, ParallelContext
-    from megazoo.core.parallel.launch import setup_rank, teardown_rank
-
-    payload, here = job
-    _, world = setup_rank()
-    try:
-        ctx = ParallelContext.build(ParallelConfig(tp=payload["tp"], pp=payload["pp"]))
-        if here(payload, ctx) != 0:
-            raise SystemExit(2)
-    finally:
-        teardown_rank(world)
