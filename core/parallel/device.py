@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -33,6 +34,7 @@ def device_name(device: torch.device) -> str:
     return "cpu"
 
 
+@functools.lru_cache(maxsize=1)  # a fact of the machine: /proc/cpuinfo is read once
 def cpu_has_native_bf16() -> bool:
     """True when the CPU multiplies bf16 in hardware (AVX512-BF16 or AMX): bf16 GEMMs then run
     several times faster than fp32 ones; without it they are emulated and slower than fp32."""
@@ -55,16 +57,7 @@ def attention_kernel(device: torch.device, dtype: torch.dtype) -> str:
         return forced
     if device.type != "cpu":
         return "sdpa"
-    return "explicit" if dtype == torch.bfloat16 and _native_bf16() else "sdpa"
-
-
-_NATIVE_BF16: list[bool] = []
-
-
-def _native_bf16() -> bool:
-    if not _NATIVE_BF16:
-        _NATIVE_BF16.append(cpu_has_native_bf16())
-    return _NATIVE_BF16[0]
+    return "explicit" if dtype == torch.bfloat16 and cpu_has_native_bf16() else "sdpa"
 
 
 # glibc mallopt parameters (malloc.h)
