@@ -117,11 +117,11 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=5, help="generations per evaluation prompt (paper: 25)")
     ap.add_argument("--eval-batch", type=int, default=40)
     ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--steps-adapter", type=int, default=6, help="steps of the adapter-only runs (0: --steps)")
+    ap.add_argument("--steps-adapter", type=int, default=0, help="steps of the adapter-only runs (0: --steps)")
     ap.add_argument("--global-batch", type=int, default=8)
     ap.add_argument("--seq-length", type=int, default=64)
     ap.add_argument("--lr-full", default="6e-5", help="constant learning rates of the whole-model runs (a,b,...)")
-    ap.add_argument("--lr-adapter", default="3e-4", help="constant learning rates of the adapter-only runs (a,b,...)")
+    ap.add_argument("--lr-adapter", default="2e-4", help="constant learning rates of the adapter-only runs (a,b,...)")
     ap.add_argument("--valid-samples", type=int, default=16)
     ap.add_argument("--with-prompt", action="store_true", help="train on prompt + continuation (default: the "
                                                                    "continuation alone, as unconditional samples)")

@@ -9,8 +9,8 @@
 # `megazoo task detox generate` (generated data, not RealToxicityPrompts).
 # SCORER: profanity (offline, default), hf:DIR or perspective ($PERSPECTIVE_API_KEY).
 # Sizes (CPU scale by default; the paper: 25 samples, 1000-token self-generations, 78 steps of 512):
-# SELFGEN (96 samples), SELFGEN_TOKENS (32), SAMPLES (5 per prompt), STEPS (12 whole model, ADAPTER_STEPS 6),
-# LR_FULL (6e-5), LR_ADAPTER (3e-4) as bench/bench_detox.py found for this scale, NPROC (1).
+# SELFGEN (96 samples), SELFGEN_TOKENS (32), SAMPLES (5 per prompt), STEPS (12 whole model, ADAPTER_STEPS 12),
+# LR_FULL (6e-5), LR_ADAPTER (2e-4) as bench/bench_detox.py found for this scale, NPROC (1).
 # Every stage resumes or reuses what is there: rerun after a kill.
 set -euo pipefail
 OUT=${1:-runs/detox}
@@ -19,9 +19,9 @@ SELFGEN=${SELFGEN:-96}
 SELFGEN_TOKENS=${SELFGEN_TOKENS:-32}
 SAMPLES=${SAMPLES:-5}
 STEPS=${STEPS:-12}
-ADAPTER_STEPS=${ADAPTER_STEPS:-6}
+ADAPTER_STEPS=${ADAPTER_STEPS:-12}
 LR_FULL=${LR_FULL:-6e-5}
-LR_ADAPTER=${LR_ADAPTER:-3e-4}
+LR_ADAPTER=${LR_ADAPTER:-2e-4}
 NPROC=${NPROC:-1}
 
 mkdir -p "$OUT"
