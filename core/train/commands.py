@@ -56,6 +56,21 @@ def run_recipe_command(args, prog: str, load, run_here) -> int:
     return launch_local(_rank_entry, (run_here, cfg.to_dict()), nproc, prog, cfg.run_dir())
 
 
+def load_task_recipe(recipe, overrides, tasks: tuple[str, ...], default: str | None, refusal: str):
+    """RunConfig.load for a task's training stage, with the recipe's task.name checked: `default`
+    when the recipe names no task (None: a task name is required), a name outside `tasks` refused
+    before any rank starts with `refusal` (formatted with the recipe's `name` and `recipe`)."""
+    from megazoo.core.train.config import ConfigError, RunConfig
+
+    cfg = RunConfig.load(recipe, overrides)
+    name = cfg.task.get("name")
+    if name is None and default is not None:
+        cfg.task["name"] = default
+    elif name not in tasks:
+        raise ConfigError(refusal.format(name=name, recipe=recipe))
+    return cfg
+
+
 def train_here(prog: str, cfg) -> int:
     """Train `cfg` in this process under `prog`'s name: the body of every training command
     (`megazoo train`, a task's finetune stage). `cfg` is the validated RunConfig in a single process,

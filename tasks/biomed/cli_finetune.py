@@ -20,14 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_biomed_recipe(recipe, overrides=None):
     """RunConfig.load, then task.name checked (biomed) and task.kind required."""
-    from megazoo.core.train.config import ConfigError, RunConfig
+    from megazoo.core.train.commands import load_task_recipe
 
-    cfg = RunConfig.load(recipe, overrides)
-    name = cfg.task.get("name")
-    if name != "biomed":
-        raise ConfigError(f"the recipe's task.name is {name!r}, this stage fine-tunes biomed tasks (task.name: biomed, "
-                          f"task.kind: ner|re|qa); start from biomed-ner, biomed-re or biomed-qa")
-    return cfg
+    return load_task_recipe(recipe, overrides, ("biomed",), None, "the recipe's task.name is {name!r}, this stage "
+                            "fine-tunes biomed tasks (task.name: biomed, task.kind: ner|re|qa); start from biomed-ner, "
+                            "biomed-re or biomed-qa")
 
 
 def run(args) -> int:

@@ -20,16 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_detox_recipe(recipe, overrides=None):
-    from megazoo.core.train.config import ConfigError, RunConfig
+    """RunConfig.load, then task.name checked (set to detox when the recipe names no task)."""
+    from megazoo.core.train.commands import load_task_recipe
 
-    cfg = RunConfig.load(recipe, overrides)
-    name = cfg.task.get("name")
-    if name is None:
-        cfg.task["name"] = "detox"
-    elif name != "detox":
-        raise ConfigError(f"the recipe's task.name is {name!r}, this stage trains task detox; run it with "
-                          f"`megazoo train {recipe}`")
-    return cfg
+    return load_task_recipe(recipe, overrides, ("detox",), "detox", "the recipe's task.name is {name!r}, this stage "
+                            "trains task detox; run it with `megazoo train {recipe}`")
 
 
 def run(args) -> int:

@@ -20,16 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_race_recipe(recipe, overrides=None):
     """RunConfig.load, then task.name checked (set to race when the recipe names no task)."""
-    from megazoo.core.train.config import ConfigError, RunConfig
+    from megazoo.core.train.commands import load_task_recipe
 
-    cfg = RunConfig.load(recipe, overrides)
-    name = cfg.task.get("name")
-    if name is None:
-        cfg.task["name"] = "race"
-    elif name != "race":
-        raise ConfigError(f"the recipe's task.name is {name!r}, this stage fine-tunes RACE (task.name: race); run "
-                          f"it with `megazoo train {recipe}`")
-    return cfg
+    return load_task_recipe(recipe, overrides, ("race",), "race", "the recipe's task.name is {name!r}, this stage "
+                            "fine-tunes RACE (task.name: race); run it with `megazoo train {recipe}`")
 
 
 def run(args) -> int:

@@ -22,16 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_recipe(recipe, overrides=None):
     """RunConfig.load, then task.name checked (synthetic_qa when the recipe names none, or sft)."""
-    from megazoo.core.train.config import ConfigError, RunConfig
+    from megazoo.core.train.commands import load_task_recipe
 
-    cfg = RunConfig.load(recipe, overrides)
-    name = cfg.task.get("name")
-    if name is None:
-        cfg.task["name"] = "synthetic_qa"
-    elif name not in TASKS:
-        raise ConfigError(f"the recipe's task.name is {name!r}; this stage trains synthetic_qa models (task.name: "
-                          f"synthetic_qa, kind qa|answers) and the question generator (task.name: sft)")
-    return cfg
+    return load_task_recipe(recipe, overrides, TASKS, "synthetic_qa", "the recipe's task.name is {name!r}; this stage "
+                            "trains synthetic_qa models (task.name: synthetic_qa, kind qa|answers) and the question "
+                            "generator (task.name: sft)")
 
 
 def run(args) -> int:
