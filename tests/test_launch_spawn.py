@@ -35,3 +35,28 @@ def test_a_stuck_rank_does_not_delay_the_report():
         spawn(one_fails_one_waits, 2, timeout=120, dist_timeout=90)
     assert "rank 0 gave up" in str(info.value)
     assert time.monotonic() - start < 60  # the grace period, not rank 1's 90 s barrier timeout
+
+
+def test_a_rank_stops_on_the_first_ctrl_c_and_ignores_the_next():
+    """A terminal's Ctrl-C reaches every rank and the launcher forwards another SIGINT: the second
+    one must not land in the rank's clean-up (where it printed a traceback from a closing progress
+    bar)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, signal\n"
+        "from megazoo.core.parallel.launch import _interrupt_once\n"
+        "_interrupt_once()\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    sum(range(10**6))\n"
+        "    print('not interrupted')\n"
+        "except KeyboardInterrupt:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)  # the launcher's forwarded signal, during clean-up\n"
+        "    sum(range(10**6))\n"
+        "    print('cleaned up')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "cleaned up" and "Traceback" not in done.stderr

@@ -126,6 +126,8 @@ def setup_rank() -> tuple[int, int]:
     from megazoo.core.parallel.context import init_distributed
 
     rank, world = init_distributed()
+    if world > 1:
+        _interrupt_once()
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     if world > 1 and "OMP_NUM_THREADS" not in os.environ:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -175,6 +177,23 @@ def run_layout(payload: dict, here, prog: str) -> int:
     if nproc == 1:
         return here(payload, None)
     return launch_local(_layout_rank, (payload, here), nproc, prog)
+
+
+def _interrupt_once() -> None:
+    """A rank stops on the first Ctrl-C and ignores the next ones: a terminal's Ctrl-C reaches every
+    process of the group and the launcher then forwards another SIGINT, which would otherwise land
+    in the rank's clean-up (a progress bar closing, a checkpoint writer) and print a traceback."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
 
 
 def _layout_rank(job) -> None:
