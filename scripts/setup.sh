@@ -19,12 +19,14 @@ if [ "${MEGAZOO_GPU:-0}" != "1" ]; then CONSTRAINTS=(-c constraints-cpu.txt); fi
 # editable installs skip data files: put the lm-eval start-up hook in site-packages by hand
 cp megazoo-lm-eval.pth "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 # Debian data packages the task packages read (DESIGN.md section 4): the medical word list for
-# tasks/biomed. Installed when missing and apt is usable; the tasks say what to install otherwise.
+# tasks/biomed, and WordNet 3.0 (METEOR's synonyms, tasks/story's knowledge base). Installed when
+# missing and apt is usable; the tasks say what to install otherwise.
 DEBS=()
 [ -f /usr/share/hunspell/en_med_glut.dic ] || DEBS+=(hunspell-en-med)
+[ -f /usr/share/wordnet/data.noun ] || DEBS+=(wordnet-base)
 if [ ${#DEBS[@]} -gt 0 ] && command -v apt-get >/dev/null; then
   SUDO=(); [ "$(id -u)" = 0 ] || SUDO=(sudo -n)
   { "${SUDO[@]}" apt-get install -y -q "${DEBS[@]}" || { "${SUDO[@]}" apt-get update -q && "${SUDO[@]}" apt-get install -y -q "${DEBS[@]}"; }; } >/dev/null 2>&1 \
-    || echo "note: could not install ${DEBS[*]} with apt-get (tasks/biomed's vocabulary needs it)" >&2
+    || echo "note: could not install ${DEBS[*]} with apt-get (tasks/biomed and tasks/story need them)" >&2
 fi
 echo "megazoo installed in .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

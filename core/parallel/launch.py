@@ -76,6 +76,7 @@ def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, 
     for p in procs:
         p.start()
     out, errors = {}, []
+    errors_since = 0.0  # set when the first rank fails
     deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout)
     try:
         while len(out) + len(errors) < world_size:
