@@ -90,7 +90,7 @@ def test_prompts_reader_takes_the_release_format_with_nulls(tmp_path):
 @pytest.mark.parametrize("line, problem", [
     ({"prompt": {"toxicity": 0.2}}, "no `prompt.text`"),
     ({"text": "a line of another format"}, "no `prompt.text`"),
-    ("{not json", "not a JSON object"),
+    ("{not json", "not valid JSON"),
     ({"prompt": {"text": "x", "toxicity": "high"}}, "`prompt.toxicity` must be a number or null"),
 ])
 def test_bad_prompt_lines_name_file_and_line(tmp_path, line, problem):

@@ -31,8 +31,9 @@ class LineError(ReaderError):
         return self.args[0]
 
 
-def read_text(path: str | os.PathLike, what: str) -> str:
-    """The whole UTF-8 file; an undecodable or empty (blank) file is a ReaderError."""
+def read_text(path: str | os.PathLike, what: str, error: type[ReaderError] = ReaderError) -> str:
+    """The whole UTF-8 file; an undecodable or empty (blank) file is a ReaderError (or `error`, e.g.
+    LineError for the `file:line: problem` form)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{os.fspath(path)}: no such file (expected {what})")
     with open(path, "rb") as f:
@@ -41,16 +42,17 @@ def read_text(path: str | os.PathLike, what: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
-        raise ReaderError(path, line, f"not UTF-8 text (expected {what})") from None
+        raise error(path, line, f"not UTF-8 text (expected {what})") from None
     if not text.strip():
-        raise ReaderError(path, 1, f"the file is empty (expected {what})")
+        raise error(path, 1, f"the file is empty (expected {what})")
     return text
 
 
-def numbered_lines(path: str | os.PathLike, what: str) -> Iterator[tuple[int, str]]:
+def numbered_lines(path: str | os.PathLike, what: str,
+                   error: type[ReaderError] = ReaderError) -> Iterator[tuple[int, str]]:
     """(line number, line without its newline) for each non-blank line of a non-empty file."""
     # split on "\n" only: str.splitlines would also break at U+2028 etc. inside JSON strings
-    for number, line in enumerate(read_text(path, what).split("\n"), start=1):
+    for number, line in enumerate(read_text(path, what, error).split("\n"), start=1):
         line = line.rstrip("\r")
         if line.strip():
             yield number, line
@@ -62,15 +64,17 @@ def split_lines(text: str) -> list[str]:
     return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
-def read_jsonl(path: str | os.PathLike, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line of a JSON-lines file of objects."""
-    for number, line in numbered_lines(path, what):
+def read_jsonl(path: str | os.PathLike, what: str,
+               error: type[ReaderError] = ReaderError) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSON-lines file of objects; problems raise
+    ReaderError, or `error` (LineError for the `file:line: problem` form)."""
+    for number, line in numbered_lines(path, what, error):
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as err:
-            raise ReaderError(path, number, f"not valid JSON ({err.msg}); expected {what}") from None
+            raise error(path, number, f"not valid JSON ({err.msg}); expected {what}") from None
         if not isinstance(obj, dict):
-            raise ReaderError(path, number, f"expected a JSON object ({what}), got {type(obj).__name__}")
+            raise error(path, number, f"expected a JSON object ({what}), got {type(obj).__name__}")
         yield number, obj
 
 

@@ -40,9 +40,7 @@ def run(args) -> int:
         if not 0 < args.fraction <= 1:
             raise ValueError(f"--fraction must be in (0, 1], got {args.fraction}")
         check_scorer_name(args.scorer)
-        records = read_records(args.generations)
-        if not records:
-            raise ValueError(f"{args.generations}: no generations in the file")
+        records = read_records(args.generations)  # an empty file is refused there
         scores = fill_scores(records, make_scorer(args), ScoreCache(args.cache or f"{prefix}.cache.jsonl"))
         kept = keep_least_toxic(records, scores, args.fraction)
         if not kept:

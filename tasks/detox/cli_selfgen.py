@@ -11,7 +11,6 @@ again after a kill and it continues where the last complete batch ended (stream.
 from __future__ import annotations
 
 import argparse
-import json
 
 PROG = "megazoo task detox selfgen"
 
@@ -27,21 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_prompt_texts(path) -> list[str]:
+    from megazoo.eval.readers.common import LineError, read_jsonl
+
     out = []
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise ValueError(f"{path}:{n}: not a JSON object ({e.msg})") from None
-            text = rec.get("prompt", {}).get("text") if isinstance(rec.get("prompt"), dict) else rec.get("text")
-            if not isinstance(text, str):
-                raise ValueError(f"{path}:{n}: no `prompt.text` (or `text`) in the line")
-            out.append(text)
-    if not out:
-        raise ValueError(f"{path}: no prompts in the file")
+    for n, rec in read_jsonl(path, "prompts, one {\"prompt\": {\"text\"}} or {\"text\"} object a line", LineError):
+        text = rec.get("prompt", {}).get("text") if isinstance(rec.get("prompt"), dict) else rec.get("text")
+        if not isinstance(text, str):
+            raise LineError(path, n, "no `prompt.text` (or `text`) in the line")
+        out.append(text)
     return out
 
 

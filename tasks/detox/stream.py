@@ -139,16 +139,11 @@ def generate_rows(model, tok, prompts: list, records: list[dict], sampling: Samp
 
 def read_records(path) -> list[dict]:
     """The records of a generations file (JSON lines), with `file:line: problem` for a bad line."""
+    from megazoo.eval.readers.common import LineError, read_jsonl
+
     out = []
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise ValueError(f"{path}:{n}: not a JSON object ({e.msg})") from None
-            if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
-                raise ValueError(f"{path}:{n}: a generation needs a string `text`")
-            out.append(rec)
+    for n, rec in read_jsonl(path, "generations, one {\"text\"} object a line", LineError):
+        if not isinstance(rec.get("text"), str):
+            raise LineError(path, n, "a generation needs a string `text`")
+        out.append(rec)
     return out
