@@ -16,6 +16,7 @@ the end, best), with 2 threads. bf16 is only judged on a CPU with native bf16 (A
 
     python bench/bench_train.py [--steps 2] [--rounds 2] [--write]   (--write updates bench/RESULTS.md)
     python bench/bench_train.py --compile        (adds megazoo bf16 with train.compile=true)
+    python bench/bench_train.py --only fp32      (just the contenders whose name has "fp32"; not written)
 """
 
 from __future__ import annotations
@@ -243,10 +244,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="/tmp/megazoo-bench-train")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--smoke", action="store_true", help="2 layers, seq 128: a quick check of the script (not recorded)")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="run only the contenders whose name contains TEXT (repeatable; e.g. fp32): a quick rerun of "
+                         "some ratios, never written to RESULTS.md, without the memory section")
     args = ap.parse_args(argv)
     if args.smoke or os.environ.get("MEGAZOO_BENCH_SMOKE"):
         os.environ["MEGAZOO_BENCH_SMOKE"] = "1"  # the workers too
         SIZES.update(num_layers=2, seq_length=128)
+        args.write = False
+    if args.only:
         args.write = False
     if args.worker:
         print(json.dumps(worker(args.worker, args.steps, args.out)))
@@ -260,6 +266,8 @@ def main(argv=None) -> int:
     peak = run_worker("peak", 0, args.out)
     print(f"peak GEMM ({THREADS} threads): fp32 {peak['fp32'] / 1e12:.3f}, bf16 {peak['bf16'] / 1e12:.3f} TFLOP/s", flush=True)
     names = list(CONTENDERS) + ([COMPILED[0]] if args.compile else [])
+    if args.only:
+        names = [n for n in names if any(t in n for t in args.only)]
     results: dict[str, list[dict]] = {n: [] for n in names}
     for rnd in range(args.rounds):
         for name in names:
@@ -283,17 +291,22 @@ def main(argv=None) -> int:
                      sum(r["cpu"] for r in rs) / len(rs), max(r["rss_gib"] for r in rs), rs[0]["policy"]))
     by = {r[0]: r for r in rows}
     tps = lambda n: by[n][2]  # noqa: E731
-    ratios = [("megazoo fp32 / HF fp32", tps("megazoo fp32") / tps("HF fp32"), 1.3),
-              ("TP=2 / TP=1 (megazoo fp32)", tps("megazoo fp32 TP=2 (2 ranks x 1 thread)") / tps("megazoo fp32"), 0.9)]
-    if native:
-        ratios[1:1] = [("megazoo bf16 / HF bf16 autocast", tps("megazoo bf16") / tps("HF bf16 autocast"), 1.3),
-                       ("megazoo bf16 MFU vs bf16 GEMM peak", by["megazoo bf16"][4], 0.65)]
+    tp2 = "megazoo fp32 TP=2 (2 ranks x 1 thread)"
     # CPU seconds per step: less disturbed than wall time when other jobs share the cores
     cpu_ratio = lambda a, b: by[b][6] / by[a][6]  # noqa: E731
-    ratios += [("megazoo fp32 / HF fp32, by CPU time per step", cpu_ratio("megazoo fp32", "HF fp32"), 1.3)]
-    if native:
-        ratios += [("megazoo bf16 / HF bf16 autocast, by CPU time per step",
-                    cpu_ratio("megazoo bf16", "HF bf16 autocast"), 1.3)]
+    wanted = [  # (label, the contenders it needs, value, target)
+        ("megazoo fp32 / HF fp32", ("megazoo fp32", "HF fp32"), lambda: tps("megazoo fp32") / tps("HF fp32"), 1.3),
+        ("megazoo bf16 / HF bf16 autocast", ("megazoo bf16", "HF bf16 autocast", native),
+         lambda: tps("megazoo bf16") / tps("HF bf16 autocast"), 1.3),
+        ("megazoo bf16 MFU vs bf16 GEMM peak", ("megazoo bf16", native), lambda: by["megazoo bf16"][4], 0.65),
+        ("TP=2 / TP=1 (megazoo fp32)", (tp2, "megazoo fp32"), lambda: tps(tp2) / tps("megazoo fp32"), 0.9),
+        ("megazoo fp32 / HF fp32, by CPU time per step", ("megazoo fp32", "HF fp32"),
+         lambda: cpu_ratio("megazoo fp32", "HF fp32"), 1.3),
+        ("megazoo bf16 / HF bf16 autocast, by CPU time per step", ("megazoo bf16", "HF bf16 autocast", native),
+         lambda: cpu_ratio("megazoo bf16", "HF bf16 autocast"), 1.3)]
+    # a ratio is shown when its contenders ran (--only) and, for bf16, the CPU has native bf16
+    ratios = [(k, value(), g) for k, needs, value, g in wanted
+              if all(n in by if isinstance(n, str) else n for n in needs)]
     lines = ["| contender | best step (s) | tokens/s | TFLOP/s | MFU | page faults/step | CPU s/step | peak RSS (GiB) | allocator |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {n} | {dt:.2f} | {t:,.0f} | {tf:.3f} | {100 * m:.1f}% | {f:,.0f} | {c:.2f} | {rss:.2f} | {pol} |"
@@ -323,7 +336,7 @@ def main(argv=None) -> int:
               f"{wall:.0f} s wall, {cpu:.0f} s CPU. Run: `python bench/bench_train.py --write` "
               f"({time.strftime('%Y-%m-%d %H:%M')}).")
     text = header + "\n\n" + "\n".join(lines)
-    if not args.smoke:
+    if not args.smoke and not args.only:
         text += "\n\n" + memory_section(args.out)
     print(text)
     if args.write:

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from megazoo.core.nn.config import TransformerConfig
+from megazoo.core.nn.decode_linear import column_linear
 from megazoo.core.nn.fast_attention import fast_attention
 from megazoo.core.nn.recompute import checkpoint
 from megazoo.core.nn.rope import apply_rope
@@ -84,7 +85,7 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None = None,
                 mask: torch.Tensor | None = None, cache: KVCache | None = None,
                 rng: RNGTracker | None = None) -> torch.Tensor:
-        qkv = self.qkv(x)  # [s, b, kv_local * (group + 2) * d]; s is the full sequence under sp
+        qkv = column_linear(self.qkv, x)  # [s, b, kv_local * (group + 2) * d]; s is the full sequence under sp
         s, b = qkv.shape[:2]
         qkv = qkv.view(s, b, self.kv_local, self.group + 2, self.d)
         q = qkv[:, :, :, : self.group].reshape(s, b, self.heads_local, self.d)

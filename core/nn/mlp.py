@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from megazoo.core.nn.config import TransformerConfig
+from megazoo.core.nn.decode_linear import column_linear, gated_pair
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.layers import ColumnParallelLinear, RowParallelLinear
 
@@ -27,11 +28,12 @@ class MLP(nn.Module):
         self.fc2 = RowParallelLinear(f, h, ctx, bias=cfg.bias, init_std=cfg.output_std, dtype=dtype, device=device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        up = self.fc1(x)
+        pair = gated_pair(self, x) if self.activation in ("swiglu", "geglu") else None  # decoding: one product
+        gate, up = pair if pair is not None else (None, column_linear(self.fc1, x))
         if self.activation == "swiglu":
-            hidden = F.silu(self.gate(x)) * up
+            hidden = F.silu(self.gate(x) if gate is None else gate) * up
         elif self.activation == "geglu":  # T5 v1.1 "gated-gelu" (tanh GELU on the gate)
-            hidden = F.gelu(self.gate(x), approximate="tanh") * up
+            hidden = F.gelu(self.gate(x) if gate is None else gate, approximate="tanh") * up
         elif self.activation == "gelu":
             hidden = F.gelu(up, approximate="tanh")
         elif self.activation == "gelu_exact":

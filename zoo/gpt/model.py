@@ -13,6 +13,7 @@ from torch import nn
 
 from megazoo.core.nn.attention import KVCache
 from megazoo.core.nn.block import TransformerLayer
+from megazoo.core.nn.decode_linear import column_linear
 from megazoo.core.nn.model import ParallelModel
 from megazoo.core.nn.norm import build_norm
 from megazoo.core.nn.recompute import checkpoint
@@ -134,7 +135,7 @@ class GPTModel(ParallelModel):
                 raise ValueError("logits_to_keep needs sequence parallelism off (the sequence is split across tp ranks)")
             x = x[-logits_to_keep:]
         x = self.final_norm(x)
-        logits = self.head(x)  # [s, b, V/tp]
+        logits = column_linear(self.head, x)  # [s, b, V/tp]; decoding reads an input-major copy
         if labels is not None:
             loss = vocab_parallel_cross_entropy(logits, labels.transpose(0, 1), self.cfg.vocab_size, self.ctx.tp_group)
             return loss.transpose(0, 1)

@@ -1,0 +1,83 @@
+"""Decoding's tuned products (megazoo.core.nn.decode_linear) equal the layers they stand for, are
+taken only where the rule says, follow weight updates, and leave greedy tokens unchanged."""
+
+import pytest
+import torch
+
+from megazoo.core.nn import decode_linear as dl
+from megazoo.core.parallel import device
+from megazoo.core.parallel.context import ParallelContext
+from megazoo.zoo.generate import generate
+from megazoo.zoo.gpt import TINY, GPTModel
+
+
+@pytest.fixture()
+def model(monkeypatch):
+    monkeypatch.delenv("MEGAZOO_DECODE_PRODUCTS", raising=False)
+    return GPTModel(TINY["llama-tiny"](), ParallelContext.single()).initialize(3).eval()
+
+
+def _x(rows, width, seed=0):
+    return torch.randn(1, rows, width, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4])
+def test_column_products_equal_the_layer(model, rows):
+    layer = model.layers["0"].attn.qkv
+    x = _x(rows, layer.in_features)
+    with torch.no_grad():
+        torch.testing.assert_close(dl.column_linear(layer, x), layer(x), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(dl.column_linear(model.head, x), model.head(x), rtol=1e-5, atol=1e-6)
+    assert (layer in dl._COPIES) == (rows == 1), "only one-token products keep an input-major copy"
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_gated_pair_equals_gate_and_up(model, rows):
+    mlp = model.layers["1"].mlp
+    x = _x(rows, mlp.fc1.in_features)
+    with torch.no_grad():
+        gate, up = dl.gated_pair(mlp, x)
+        torch.testing.assert_close(gate, mlp.gate(x), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(up, mlp.fc1(x), rtol=1e-5, atol=1e-6)
+
+
+def test_only_small_products_without_autograd_on_fp32_cpu(model):
+    layer = model.layers["0"].attn.qkv
+    assert dl.applies(_x(1, layer.in_features), layer.weight) is False, "autograd on: training keeps F.linear"
+    with torch.no_grad():
+        assert dl.applies(_x(4, layer.in_features), layer.weight)
+        assert not dl.applies(_x(5, layer.in_features), layer.weight), "5 tokens and up: F.linear"
+        proj = model.layers["0"].attn.proj.weight  # more inputs than outputs: F.linear
+        assert not dl.applies(_x(1, proj.shape[1]), proj)
+        assert dl.gated_pair(model.layers["0"].mlp, _x(8, layer.in_features)) is None
+    with torch.inference_mode():  # no version counter on weights made here: the plain path
+        assert not dl.applies(_x(1, layer.in_features), torch.randn(layer.weight.shape))
+
+
+def test_copy_follows_weight_updates_and_release(model):
+    layer = model.layers["0"].attn.qkv
+    x = _x(1, layer.in_features)
+    with torch.no_grad():
+        dl.column_linear(layer, x)
+        layer.weight.mul_(2.0)  # an optimizer step: same storage, new version
+        torch.testing.assert_close(dl.column_linear(layer, x), layer(x), rtol=1e-5, atol=1e-6)
+    dl.release(model)
+    assert layer not in dl._COPIES
+
+
+def test_device_rule(monkeypatch):
+    monkeypatch.delenv("MEGAZOO_DECODE_PRODUCTS", raising=False)
+    cpu = torch.device("cpu")
+    assert device.decode_products(cpu, torch.float32) == "tuned"
+    assert device.decode_products(cpu, torch.bfloat16) == "plain"
+    assert device.decode_products(torch.device("cuda", 0), torch.float32) == "plain"
+    monkeypatch.setenv("MEGAZOO_DECODE_PRODUCTS", "plain")
+    assert device.decode_products(cpu, torch.float32) == "plain"
+
+
+def test_greedy_tokens_unchanged(model, monkeypatch):
+    """Batch 1 (input-major copies), batch 3 left-padded (W x^T) and the plain path pick the same tokens."""
+    prompts = [[5, 6, 7, 8, 9], [11, 12], [20, 21, 22]]
+    tuned = [generate(model, [prompts[0]], 8), generate(model, prompts, 8)]
+    monkeypatch.setenv("MEGAZOO_DECODE_PRODUCTS", "plain")
+    assert tuned == [generate(model, [prompts[0]], 8), generate(model, prompts, 8)]
