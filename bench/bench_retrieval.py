@@ -121,7 +121,7 @@ def id_top_k(ranked, targets, ks=KS) -> dict:
     return {f"top{k}": 100.0 * sum(t in r[:k] for r, t in zip(ranked, targets)) / len(targets) for k in ks}
 
 
-def part_ict(out: Path, threads: int, lr: float = 5e-5, epochs: int = 2, per_passage: int = 2) -> dict:
+def part_ict(out: Path, threads: int, lr: float = 5e-5, epochs: int = 2, per_passage: int = 2, batch: int = 32) -> dict:
     data, minilm = prepare(out)
     coll, queries, targets = heldout_task(data, out, per_passage=per_passage)
     t0, c0 = time.perf_counter(), cpu_s()
@@ -132,14 +132,14 @@ def part_ict(out: Path, threads: int, lr: float = 5e-5, epochs: int = 2, per_pas
     megazoo(["task", "retrieval", "pretrain", "retrieval-ict", "--set", f"train.init_from={minilm}",
              f"data.path={data / 'ict' / 'text'}", f"task.titles={data / 'ict' / 'titles'}",
              f"task.question_length={LENGTHS['question']}", f"task.passage_length={LENGTHS['passage']}",
-             f"train.epochs={epochs}", "train.micro_batch=32", "train.global_batch=32", f"train.lr={lr}",
+             f"train.epochs={epochs}", f"train.micro_batch={batch}", f"train.global_batch={batch}", f"train.lr={lr}",
              "model.dropout=0.0",
              "model.attention_dropout=0.0", "train.eval_interval=0", "log.progress=false", f"log.dir={run}",
              f"data.cache_dir={out / 'cache'}"])
     train_wall, train_cpu = time.perf_counter() - t1, cpu_s() - c1
     ict = id_top_k(dense_ranks(run / "checkpoints", coll, queries), targets)
     steps = last_step(run)
-    result = {"ict_lr": lr, "ict_epochs": epochs, "queries": len(queries), "passages": sum(1 for _ in open(coll)) - 1, "minilm": base, "bm25": bm25,
+    result = {"ict_lr": lr, "ict_epochs": epochs, "ict_batch": batch, "queries": len(queries), "passages": sum(1 for _ in open(coll)) - 1, "minilm": base, "bm25": bm25,
               "ict": ict, "lift_top5": ict["top5"] - base["top5"], "ict_steps": steps,
               "ict_train_wall_s": train_wall, "ict_train_cpu_s": train_cpu,
               "wall_s": time.perf_counter() - t0, "cpu_s": cpu_s() - c0, "threads": threads}
@@ -277,7 +277,7 @@ def section(part: str, r: dict) -> str:
                                            ("MiniLM + ICT", "ict")))
         return (f"### ICT pretraining: held-out sentence-to-passage retrieval\n\n{head}\n\n"
                 f"{r['queries']} held-out sentences (up to 2 per dev/test passage, removed from it) against "
-                f"{r['passages']} passages; ICT: {r['ict_steps']} steps of 32 blocks on the training documents, "
+                f"{r['passages']} passages; ICT: {r['ict_steps']} steps of {r.get('ict_batch', 32)} blocks on the training documents, "
                 f"lr {r['ict_lr']:g}, {r['ict_epochs']} epochs "
                 f"({r['ict_train_wall_s']:.0f} s wall, {r['ict_train_cpu_s']:.0f} s CPU).\n\n"
                 f"| retriever | top-1 | top-5 | top-20 | top-100 |\n|---|---|---|---|---|\n{rows}\n\n"
@@ -311,6 +311,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ict-lr", type=float, default=1e-4)
     ap.add_argument("--ict-epochs", type=int, default=2)
+    ap.add_argument("--ict-batch", type=int, default=32, help="ict: blocks per step (the in-batch negatives)")
     ap.add_argument("--finetune-steps", type=int, default=30, help="finetune: steps of 16 questions")
     args = ap.parse_args()
     import torch
@@ -321,7 +322,7 @@ def main() -> None:
     if args.part == "finetune":
         result = part_finetune(out, args.threads, args.finetune_steps)
     elif args.part == "ict":
-        result = part_ict(out, args.threads, args.ict_lr, args.ict_epochs)
+        result = part_ict(out, args.threads, args.ict_lr, args.ict_epochs, batch=args.ict_batch)
     else:
         result = part_throughput(out, args.threads)
     (out / f"{args.part}.json").write_text(json.dumps(result, indent=1))

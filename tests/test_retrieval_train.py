@@ -1,7 +1,8 @@
 """The bi-encoder on the core trainer with a tiny random BERT on the fixture's DPR json: global
 in-batch negatives make dp=2 (micro-batch 2) equal dp=1 (micro-batch 4) with the same global batch
 (and without the gather the losses differ, so the check can fail); tp=2 equals tp=1; the trained
-checkpoint then indexes and evaluates through the commands; ICT runs on a sentence-split .bin/.idx."""
+checkpoint then indexes and evaluates through the commands; ICT runs on a sentence-split .bin/.idx.
+Separate query/context towers (task.shared_towers=false) keep both parities."""
 
 import json
 import os
@@ -55,15 +56,18 @@ def rank_runs(init: str, root: str, runs: list) -> dict:
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("retrieval")
     init = make_tiny_bert(root / "tiny")
-    single = rank_runs(init, str(root), [("single", [])])["single"]
+    sep = "task.shared_towers=false"
+    single = rank_runs(init, str(root), [("single", []), ("sep", [sep])])
     dp2 = spawn(rank_runs, 2, init, str(root), [("dp2", ["train.micro_batch=2"]),
                                                 ("dp2-local", ["train.micro_batch=2", "task.global_negatives=false"]),
-                                                ("tp2", ["parallel.tp=2"])], timeout=300)
+                                                ("tp2", ["parallel.tp=2"]), ("sep-dp2", ["train.micro_batch=2", sep]),
+                                                ("sep-tp2", ["parallel.tp=2", sep])], timeout=600)
     return root, init, single, dp2
 
 
 def test_global_negatives_make_dp2_equal_dp1(runs):
-    _, _, single, multi = runs
+    _, _, singles, multi = runs
+    single = singles["single"]
     ref = single["losses"]
     assert len(ref) == 3 and ref[-1] != ref[0]  # it trains
     for rank, got in enumerate(multi):
@@ -77,11 +81,25 @@ def test_global_negatives_make_dp2_equal_dp1(runs):
 
 
 def test_tp2_equals_tp1(runs):
-    _, _, single, multi = runs
+    _, _, singles, multi = runs
+    single = singles["single"]
     for rank, got in enumerate(multi):
         diff = max(abs(a - b) for a, b in zip(got["tp2"]["losses"], single["losses"]))
         assert diff <= TOL, f"rank {rank}: tp=2 losses differ by {diff:.2e}"
         assert got["tp2"]["valid"]["top1_acc"] == single["valid"]["top1_acc"]
+
+
+def test_separate_towers_keep_dp2_and_tp2_parity(runs):
+    _, _, singles, multi = runs
+    ref = singles["sep"]["losses"]
+    # both towers start from the same encoder, so the first loss is the shared towers'; then they part
+    assert ref[0] == pytest.approx(singles["single"]["losses"][0], abs=TOL)
+    assert abs(ref[-1] - singles["single"]["losses"][-1]) > 1e-4
+    for rank, got in enumerate(multi):
+        for name in ("sep-dp2", "sep-tp2"):
+            diff = max(abs(a - b) for a, b in zip(got[name]["losses"], ref))
+            assert diff <= TOL, f"rank {rank}: {name} losses differ from one process by {diff:.2e}"
+            assert got[name]["valid"]["avg_rank"] == pytest.approx(singles["sep"]["valid"]["avg_rank"], abs=TOL)
 
 
 def test_checkpoint_indexes_and_evaluates(runs, capsys):
@@ -109,6 +127,17 @@ def test_checkpoint_indexes_and_evaluates(runs, capsys):
     assert a["metrics"] == b["metrics"]
     preds = json.loads((root / "eval.predictions.json").read_text())["predictions"]
     assert len(preds) == 9 and all(len(p["ids"]) == 12 for p in preds)
+    # separate towers: the checkpoint holds both; questions go through the query tower
+    from megazoo.tasks.retrieval.encoder import BiEncoder
+
+    sep = root / "sep" / "checkpoints"
+    enc = BiEncoder(sep)
+    assert enc.separate and not BiEncoder(ckpt).separate
+    texts = ["who wrote the novel", "when did it open"]
+    q, p = enc.questions(texts), enc.encode_rows(enc.rows.questions(texts))
+    assert abs(q - p).max() > 1e-4  # the towers were trained apart
+    assert megazoo(args + ["--checkpoint", str(sep), "--out", str(root / "sep.json")]) == 0
+    assert json.loads((root / "sep.json").read_text())["n"] == 9
 
 
 def test_ict_pretraining_runs_on_sentence_blocks(tmp_path):
@@ -127,3 +156,56 @@ def test_ict_pretraining_runs_on_sentence_blocks(tmp_path):
     lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     valid = [x for x in lines if x.get("split") == "valid"]
     assert valid and 0 <= valid[-1]["top1_acc"] <= 100 and valid[-1]["avg_rank"] >= 1
+
+
+def reader_stage(stage: str, retriever, run_dir, *extra: str) -> dict:
+    """The reader / e2e stage on the fixture: 4 steps of 2 questions over their top-3 passages."""
+    assert megazoo(["task", "retrieval", stage, f"retrieval-{stage}", "--set", f"task.retriever={retriever}",
+                    f"train.init_from={retriever}", f"data.path={FIXTURE}", "task.passages=psgs.tsv",
+                    "task.test_file=nq-test.csv", "task.top_k=3", "task.question_length=16", "task.reader_length=64",
+                    "train.steps=4", "train.micro_batch=2", "train.global_batch=2", "train.lr=1e-3",
+                    "task.refresh_steps=2", "task.retriever_lr=1e-2", f"log.dir={run_dir}", *extra]) == 0
+    return json.loads((Path(run_dir) / "reader.json").read_text())
+
+
+def test_reader_on_fixed_retrieval_and_end_to_end(runs):
+    import torch
+
+    from megazoo.tasks.retrieval.encoder import BiEncoder
+
+    root, _, _, _ = runs
+    fixed = reader_stage("reader", root / "single" / "checkpoints", root / "reader")
+    assert fixed["component"] == "reader" and fixed["n"] == 9 and fixed["refreshes"] == 0
+    assert 0 <= fixed["metrics"]["em"] <= 100 and 0 <= fixed["metrics"]["top3_recall"] <= 100
+    done = [x for x in fixed["losses"] if x is not None]  # None: no answer in the step's passages
+    assert done and all(x > 0 for x in done) and not (root / "reader" / "query.pt").exists()
+    preds = json.loads((root / "reader" / "reader.predictions.json").read_text())["predictions"]
+    assert len(preds) == 9 and all(len(p["ids"]) == 3 for p in preds)
+    # end to end on separate towers: the reader's signal moves the query tower, the index is refreshed
+    sep = root / "sep" / "checkpoints"
+    e2e = reader_stage("e2e", sep, root / "e2e")
+    assert e2e["component"] == "e2e" and e2e["refreshes"] == 1
+    assert set(e2e["metrics"]) >= {"em", "retrieval_top1", "retrieval_top5", "retrieval_top20"}
+    before, after = BiEncoder(sep), BiEncoder(root / "e2e" / "retriever")  # both towers, written as a checkpoint
+    assert after.separate and after.passage_length == 64
+    q0, q1 = before.query_model.state_dict(), after.query_model.state_dict()
+    assert max(float((q1[k] - q0[k]).abs().max()) for k in q0) > 1e-4, "the query tower did not move"
+    c0, c1 = before.model.state_dict(), after.model.state_dict()
+    assert all(torch.equal(c0[k], c1[k]) for k in c0)  # the context tower (the index) stays fixed
+    # masked salient spans from that retriever: queries are masked sentences of training passages
+    mss = reader_stage("mss", root / "e2e" / "retriever", root / "mss")
+    assert mss["component"] == "mss" and (root / "mss" / "retriever").is_dir()
+    # a two-tower folder starts a separate-towers run: each tower from its own prefix
+    from megazoo.core.parallel.context import ParallelContext
+    from megazoo.tasks.retrieval.builder import build
+    from megazoo.zoo.pretrained import read
+
+    _, model = read(root / "mss" / "retriever")
+    builder = build({"shared_towers": False, "question_length": 16, "passage_length": 64}, model)
+    chunks = builder.chunks(ParallelContext.single(), 0)
+    report = builder.load_weights(chunks, root / "mss" / "retriever", ParallelContext.single())
+    assert not report["missing"]
+    saved = BiEncoder(root / "mss" / "retriever")
+    for tower, want in ((chunks[0].query, saved.query_model), (chunks[0].context, saved.model)):
+        got, ref = tower.state_dict(), want.state_dict()
+        assert all(torch.equal(got[k], ref[k]) for k in ref)

@@ -1,6 +1,8 @@
 """Open-domain neural retrievers (Sachan et al., ACL 2021) on the core trainer: a BERT bi-encoder
-trained with the inverse cloze task or DPR-style supervision, a faiss evidence index, and DPR's
-top-k evaluation.
+(shared or separate query/context towers) trained with the inverse cloze task or DPR-style
+supervision, a faiss evidence index, DPR's top-k evaluation, and an extractive span reader over the
+retrieved passages, trained on fixed retrieval, end to end with the query encoder, or on masked
+salient spans (REALM-style pretraining).
 
     from megazoo.tasks.retrieval import read_passages, read_qas, has_answer, top_k_accuracy
     passages = read_passages("psgs_w100.tsv")        # id<TAB>text<TAB>title, header skipped
@@ -8,7 +10,8 @@ top-k evaluation.
     has_answer(["Mary Shelley"], passage.text)       # DPR's tokenised sub-sequence match
 
 Training is a recipe for the core trainer (`task: retrieval`, megazoo.tasks.retrieval.builder);
-the stages are `megazoo task retrieval pretrain|finetune|index|evaluate|generate ...` (cli.py).
+the stages are `megazoo task retrieval pretrain|finetune|index|evaluate|reader|e2e|mss|generate ...`
+(cli.py); reader, e2e and mss run reader_train.py's one-process loop.
 """
 
 from megazoo.tasks.retrieval.data import (Passage, Question, RetrievalFormatError, read_dpr_json, read_passages,

@@ -1,6 +1,7 @@
 """The retriever on the core trainer: `task: retrieval` in a recipe (entry point megazoo.tasks:retrieval).
 
-A BERT bi-encoder with shared towers: one encoder embeds questions and passages (model.pooling
+A BERT bi-encoder, shared towers (one encoder embeds questions and passages) or, with
+task.shared_towers: false, separate query and context encoders (towers.py) (model.pooling
 mean | cls gives BertOutput.embedding). A micro-batch stacks its n questions, their n positive
 passages and n x h negative passages as rows of one [n (2 + h), L] input; the score of a question
 and a passage is the inner product (divided by sqrt(hidden) with task.score_scaling, Megatron's
@@ -59,6 +60,7 @@ class RetrievalTask:
     titles: str = ""  # ict: a .bin/.idx prefix with one title sequence per document
     valid_examples: int = 256  # ict: validation examples from the valid split
     eval_batch: int = 32
+    shared_towers: bool = True  # false: separate query and context encoders (towers.py)
 
     @classmethod
     def from_dict(cls, task: dict) -> "RetrievalTask":
@@ -84,6 +86,31 @@ class EncoderBuilder(BertBuilder):
             raise ConfigError(f"model: {e}") from None
 
 
+class TwoTowerBuilder(EncoderBuilder):
+    """Separate query and context towers (towers.py): one chunk holding both encoders."""
+
+    def check_layout(self, parallel) -> None:
+        from megazoo.tasks.retrieval.towers import check_layout
+
+        super().check_layout(parallel)
+        check_layout(parallel)
+
+    def chunks(self, ctx, seed: int, device=None) -> list:
+        from megazoo.tasks.retrieval.towers import make_towers
+
+        return [make_towers(self.config, ctx, seed, device)]
+
+    def load_weights(self, chunks, path, ctx) -> dict:
+        from megazoo.core.parallel.context import ParallelContext
+        from megazoo.tasks.retrieval.towers import load_towers
+
+        full = super().chunks(ParallelContext.single(), 0, device="meta")[0]
+        return load_towers(chunks[0], path, ctx, full, self.unused_ok)
+
+    def num_parameters(self, tp: int = 1) -> int:
+        return 2 * super().num_parameters(tp)
+
+
 class RetrievalBuilder(TaskBuilder):
     def __init__(self, task: dict, model: dict, recompute: str = "none"):
         self.settings = RetrievalTask.from_dict(task)
@@ -95,7 +122,7 @@ class RetrievalBuilder(TaskBuilder):
                  "task_head": "none"}
         if model.get("pooling", "none") == "none":
             model["pooling"] = "mean"
-        bert = EncoderBuilder(model, recompute)
+        bert = (EncoderBuilder if self.settings.shared_towers else TwoTowerBuilder)(model, recompute)
         bert.unused_ok = UNUSED
         super().__init__(bert, asdict(self.settings))
         s = self.settings
@@ -233,10 +260,10 @@ class RetrievalBuilder(TaskBuilder):
         b = self.settings.eval_batch
         items = [examples.get(i) for i in range(len(examples))]
         mbs = []
-        for rows in ([x[0] for x in items], [x[1][0] for x in items]):
+        for rows, label in (([x[0] for x in items], 0), ([x[1][0] for x in items], IGNORE)):
             for i in range(0, len(rows), b):
                 mb = pad_rows(rows[i:i + b], self.pad_id, multiple=8)
-                mb["labels"] = torch.full((mb["input_ids"].shape[0],), IGNORE)
+                mb["labels"] = torch.full((mb["input_ids"].shape[0],), label)  # 0: a question (the query tower)
                 mbs.append({k: v.to(ctx.device) for k, v in mb.items()})
         outs = forward_outputs(chunks, ctx, mbs, lambda out, mb: out.embedding.float().cpu(), self.hidden_size, dtype)
         vecs = torch.cat(outs)

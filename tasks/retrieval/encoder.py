@@ -6,7 +6,9 @@ folder, or a retrieval training checkpoint), for indexing and evaluation in one 
     p = enc.passages(titles, texts, progress=True)           # float32 [N, h], a tqdm bar on stderr
 
 The inputs are inputs.py's (the same rows training builds); the pooling is the checkpoint's
-`model.pooling` unless given (mean for a plain encoder). Shared towers: one model encodes both.
+`model.pooling` unless given (mean for a plain encoder). Shared towers: one model encodes both;
+a checkpoint with separate towers (query.*, context.*: task.shared_towers false) encodes questions
+with its query tower and passages with its context tower.
 """
 
 from __future__ import annotations
@@ -51,10 +53,28 @@ class BiEncoder(Embedder):
         self.rows = RowEncoder(hf_folder_tokenizer(str(tok_dir)), question_length, passage_length)
         self.batch = batch
 
+    def _build(self, arch: str, cfg, state: dict, dtype: torch.dtype):
+        """The context tower as self.model (passages), the query tower as self.query_model."""
+        from megazoo.tasks.retrieval.towers import has_towers, tower_state
+
+        if not has_towers(state):
+            self.query_model = None
+            return super()._build(arch, cfg, state, dtype)
+        self.query_model, _ = super()._build(arch, cfg, tower_state(state, "query"), dtype)
+        return super()._build(arch, cfg, tower_state(state, "context"), dtype)
+
+    @property
+    def separate(self) -> bool:
+        return self.query_model is not None
+
     @torch.inference_mode()
-    def encode_rows(self, rows: Sequence[Row], progress: bool = False, desc: str = "embed") -> np.ndarray:
-        """float32 [len(rows), h] in the order of `rows` (batched by length, longest first)."""
+    def encode_rows(self, rows: Sequence[Row], progress: bool = False, desc: str = "embed",
+                    query: bool = False) -> np.ndarray:
+        """float32 [len(rows), h] in the order of `rows` (batched by length, longest first);
+        `query`: through the query tower (when the checkpoint has its own)."""
         from tqdm import tqdm
+
+        model = self.query_model if query and self.query_model is not None else self.model
 
         out = np.empty((len(rows), self.hidden_size), dtype=np.float32)
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))
@@ -64,14 +84,14 @@ class BiEncoder(Embedder):
             mb = pad_rows([rows[i] for i in idx], self.rows.pad, multiple=1)
             mb = {k: v.to(self.ctx.device) for k, v in mb.items()}
             mask = mb["attention_mask"] if not bool(mb["attention_mask"].all()) else None
-            hidden = self.model(mb["input_ids"], attention_mask=mask, token_type_ids=mb["token_type_ids"]).hidden
+            hidden = model(mb["input_ids"], attention_mask=mask, token_type_ids=mb["token_type_ids"]).hidden
             out[idx] = pool(hidden, mb["attention_mask"], self.pooling).cpu().numpy()
             bar.update(len(idx))
         bar.close()
         return out
 
     def questions(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        return self.encode_rows(self.rows.questions(texts), progress, "questions")
+        return self.encode_rows(self.rows.questions(texts), progress, "questions", query=True)
 
     def passages(self, titles: Sequence[str], texts: Sequence[str], progress: bool = False) -> np.ndarray:
         return self.encode_rows(self.rows.passages(titles, texts), progress, "passages")
