@@ -16,7 +16,7 @@ from megazoo.eval.metrics.dialogue import (
     unigram_f1_scores,
     unigram_prf,
 )
-from megazoo.eval.metrics.generation import bleu, distinct_n, ngrams, repeat_n, rouge_l
+from megazoo.eval.metrics.generation import bleu, distinct_n, meteor, ngrams, repeat_n, rouge_l
 from megazoo.eval.metrics.ner import get_entities, ner_scores
 from megazoo.eval.metrics.perplexity import (
     Window,
@@ -43,7 +43,7 @@ from megazoo.eval.metrics.toxicity import group_scores, toxicity_scores
 __all__ = [
     "CHEMPROT_CLASSES", "accuracy", "chemprot_scores", "micro_prf", "roc_auc",
     "knowledge_f1_scores", "parlai_normalize", "unigram_f1_scores", "unigram_prf",
-    "bleu", "distinct_n", "ngrams", "repeat_n", "rouge_l",
+    "bleu", "distinct_n", "meteor", "ngrams", "repeat_n", "rouge_l",
     "get_entities", "ner_scores",
     "Window", "adjusted_perplexity", "original_token_count", "perplexity", "plan_windows",
     "bioasq_factoid_scores", "squad_exact_match", "squad_f1", "squad_normalize", "squad_scores",

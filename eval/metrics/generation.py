@@ -5,6 +5,9 @@
 - ROUGE-L is Google's ``rouge-score`` ``rougeL`` (Lin 2004; LCS over the package's lowercased
   alphanumeric tokens): the mean over pairs of the F-measure (precision and recall likewise);
   with several references a pair takes the reference of best F-measure (``score_multi``).
+- METEOR is nltk's ``meteor_score`` (Banerjee & Lavie 2005: exact, Porter-stem and WordNet-synonym
+  matches, fragmentation penalty; alpha 0.9, beta 3, gamma 0.5) with WordNet 3.0 read offline
+  (megazoo.eval.metrics.wordnet), on whitespace tokens, lowercased: the mean over pairs, in [0, 1].
 - distinct-n (Li et al. 2016) is the number of distinct n-grams over all generations divided by
   the number of n-grams over all generations (MEGATRON-CNTRL reports Distinct-4).
 - repeat-n is the fraction of generations that contain at least one n-gram twice
@@ -65,6 +68,22 @@ def rouge_l(
         totals[2] += score.fmeasure
     n = len(predictions)
     return {"precision": totals[0] / n, "recall": totals[1] / n, "fmeasure": totals[2] / n}
+
+
+def meteor(predictions: Sequence[str], references: Sequence[str | Sequence[str]]) -> float:
+    """Mean nltk METEOR over pairs (several references: nltk's best one per pair), in [0, 1]."""
+    from nltk.translate.meteor_score import meteor_score
+
+    from megazoo.eval.metrics.wordnet import load_wordnet
+
+    check_pairs(predictions, references)
+    wordnet = load_wordnet()
+    total = 0.0
+    for pred, refs in zip(predictions, _multi_refs(references)):
+        if not refs:
+            raise ValueError("a prediction has no reference")
+        total += meteor_score([r.split() for r in refs], pred.split(), wordnet=wordnet)
+    return total / len(predictions)
 
 
 def _tokens(text: Text) -> list[str]:

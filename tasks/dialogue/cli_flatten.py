@@ -1,0 +1,25 @@
+"""`megazoo task dialogue flatten FILE --out FILE.tsv`: Wizard of Wikipedia (.json), Wizard of Internet
+or conversation JSONL (.jsonl) to Megatron's `topic \\t turns [SEP]-joined \\t knowledge \\t response` TSV."""
+
+from __future__ import annotations
+
+import argparse
+
+PROG = "megazoo task dialogue flatten"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("data", help="a WoW .json, a WoI .jsonl or a conversation .jsonl")
+    parser.add_argument("--out", required=True, help="the TSV to write")
+
+
+def run(args) -> int:
+    from megazoo.tasks.dialogue.data import read_any, write_tsv
+    from megazoo.tasks.dialogue.stage import ERRORS, fail
+
+    try:
+        samples = read_any(args.data)
+    except ERRORS as e:
+        return fail(PROG, e)
+    print(f"{len(samples)} samples written to {write_tsv(samples, args.out)}")
+    return 0

@@ -1,0 +1,45 @@
+"""`megazoo task dialogue respond --data FILE.jsonl --checkpoint CKPT --kind actor|knowledge --out FILE.jsonl
+[--references FILE.jsonl] [--documents DIR] [--without]`
+
+Greedy responses (up to the first newline or end of document) of a fine-tuned model to every turn after the
+first of held-out conversations, in the order `evaluate --data FILE.jsonl` reads them: one {"line", "text"}
+per response.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from megazoo.core.argtypes import positive_int
+
+PROG = "megazoo task dialogue respond"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from megazoo.tasks.dialogue.respond import add_pair_arguments
+
+    add_pair_arguments(parser)
+    parser.add_argument("--out", required=True, help="FILE.jsonl of responses")
+    parser.add_argument("--max-new-tokens", type=positive_int, default=48)
+    parser.add_argument("--batch", type=positive_int, default=8)
+
+
+def run(args) -> int:
+    import json
+    from pathlib import Path
+
+    from megazoo.tasks.dialogue.decode import greedy_lines, load_decoder
+    from megazoo.tasks.dialogue.respond import pairs_of
+    from megazoo.tasks.dialogue.stage import ERRORS, fail
+
+    try:
+        pairs = pairs_of(args)
+        model, tok = load_decoder(args.checkpoint)
+    except ERRORS as e:
+        return fail(PROG, e)
+    texts = greedy_lines(model, tok, [p.prompt for p in pairs], args.max_new_tokens, args.batch)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps({"line": p.line, "text": t}) + "\n" for p, t in zip(pairs, texts)))
+    print(f"{len(texts)} responses written to {out}")
+    return 0

@@ -1,0 +1,250 @@
+"""Readers of the dialogue formats, all flattened to Megatron's 4-field TSV (tasks/msdp/preprocessing.py):
+
+    topic \t turns joined by " [SEP] " \t gold knowledge \t gold response
+
+- Wizard of Wikipedia (ParlAI): `train.json`, `valid_{random,topic}_split.json`, `test_{random,topic}_split.json`,
+  each one JSON array of dialogues {chosen_topic, persona, wizard_eval, chosen_topic_passage, dialog[]};
+  a turn has speaker ("0_Wizard" / "1_Apprentice"), text, checked_sentence ({key: sentence}), checked_passage.
+  One sample per wizard turn after the first turn: the context is every earlier turn, the knowledge the
+  checked sentence (or `no_passages_used`), the topic the checked passage (else the chosen topic).
+  Texts without final punctuation get a full stop, as Megatron's preprocessing adds one.
+- Wizard of Internet: `*.jsonl`, one {dialog_id: {apprentice_persona, dialog_history: [{action, text,
+  context: {contents: [{url, title, content: [sentences]}], selected_contents: [[no_selection],
+  [bool per sentence]...]}}]}} per line. One sample per "Wizard => Apprentice" turn after the first
+  turn: the topic is the wizard's last search query, the knowledge the selected sentences (none
+  selected: topic `no_topic`, knowledge `no_passages_used`).
+- Conversations (multi-actor and local-knowledge projects): JSONL {"id", "turns": [{"speaker", "text"}],
+  "knowledge": [...]} (optional "topic"); one sample per turn after the first, knowledge joined by spaces.
+
+Every problem raises LineError `file:line: problem` (a WoW array is one line in the official release,
+so its messages also name the dialogue and turn numbers).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from megazoo.eval.readers.common import LineError, numbered_lines, read_jsonl, read_text
+from megazoo.eval.metrics.dialogue import NO_PASSAGE
+from megazoo.tasks.dialogue.jsonpos import array_items, object_members
+
+SEP = " [SEP] "
+NO_TOPIC = "no_topic"
+WOW_FILES = ("train.json", "valid_random_split.json", "valid_topic_split.json", "test_random_split.json",
+             "test_topic_split.json")
+
+
+@dataclass
+class Sample:
+    """One flattened example: the TSV's four fields and where it came from."""
+
+    topic: str
+    turns: list[str]
+    knowledge: str
+    response: str
+    path: str = ""
+    line: int = 0
+
+    @property
+    def last_turn(self) -> str:
+        return self.turns[-1] if self.turns else ""
+
+    def tsv(self) -> str:
+        fields = [self.topic, SEP.join(self.turns), self.knowledge, self.response]
+        return "\t".join(" ".join(f.split()) for f in fields) + "\n"  # tabs and newlines become spaces
+
+
+@dataclass
+class Turn:
+    speaker: str
+    text: str
+
+
+@dataclass
+class Conversation:
+    id: str
+    turns: list[Turn]
+    knowledge: list[str] = field(default_factory=list)
+    topic: str = ""
+    path: str = ""
+    line: int = 0
+
+
+def _punctuated(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith(("?", ".", "!")) else text + "."
+
+
+def _string(value, path, line: int, where: str) -> str:
+    if not isinstance(value, str):
+        raise LineError(path, line, f"{where} must be a string, got {type(value).__name__}")
+    return value
+
+
+# Wizard of Wikipedia --------------------------------------------------------------------------------
+def read_wow(path) -> list[Sample]:
+    """The samples of one Wizard of Wikipedia JSON file (see the module docstring)."""
+    what = "a Wizard of Wikipedia JSON array of dialogues"
+    text = read_text(path, what, LineError)
+    start = len(text) - len(text.lstrip())
+    out = []
+    for d, (line, dialogue, pos) in enumerate(array_items(text, start, path, what), start=1):
+        if not isinstance(dialogue, dict):
+            raise LineError(path, line, f"dialogue {d} must be a JSON object, got {type(dialogue).__name__}")
+        members = object_members(text, pos, path, what)
+        if "dialog" not in dialogue:
+            raise LineError(path, line, f'dialogue {d} has no "dialog" (the list of turns)')
+        turn_line, turns, turns_pos = members["dialog"]
+        if not isinstance(turns, list):
+            raise LineError(path, turn_line, f'dialogue {d}: "dialog" must be a list of turns')
+        topic = dialogue.get("chosen_topic", "")
+        lines = [t_line for t_line, _, _ in array_items(text, turns_pos, path, what)]
+        out += _wow_samples(d, topic, turns, lines, path)
+    return out
+
+
+def _wow_samples(d: int, chosen_topic: str, turns: list, lines: list[int], path) -> list[Sample]:
+    history, out = [], []
+    for j, (turn, line) in enumerate(zip(turns, lines)):
+        where = f"dialogue {d} turn {j + 1}"
+        if not isinstance(turn, dict):
+            raise LineError(path, line, f"{where} must be a JSON object")
+        if "text" not in turn:
+            raise LineError(path, line, f'{where} has no "text"')
+        text = _punctuated(_string(turn["text"], path, line, f'{where} "text"'))
+        speaker = str(turn.get("speaker", "")).lower()
+        if j == 0 or "wizard" not in speaker:
+            history.append(text)
+            continue
+        sentences = list((turn.get("checked_sentence") or {}).values())
+        passages = list((turn.get("checked_passage") or {}).values())
+        if len(sentences) > 1:
+            raise LineError(path, line, f"{where} has {len(sentences)} checked sentences; WoW gives at most one")
+        knowledge = sentences[0] if sentences else NO_PASSAGE
+        topic = passages[0] if len(passages) == 1 and passages[0] != NO_PASSAGE else chosen_topic
+        out.append(Sample(topic, list(history), knowledge, text, str(path), line))
+        history.append(text)
+    return out
+
+
+# Wizard of Internet ---------------------------------------------------------------------------------
+def read_woi(path) -> list[Sample]:
+    """The samples of one Wizard of Internet JSONL file (see the module docstring)."""
+    out = []
+    for line, obj in read_jsonl(path, "one Wizard of Internet dialogue {dialog_id: {...}} per line", LineError):
+        for dialog_id, dialogue in obj.items():
+            if not isinstance(dialogue, dict) or not isinstance(dialogue.get("dialog_history"), list):
+                raise LineError(path, line, f'dialogue {dialog_id} has no "dialog_history" list')
+            out += _woi_samples(dialog_id, dialogue["dialog_history"], path, line)
+    return out
+
+
+def _woi_samples(dialog_id: str, history: list, path, line: int) -> list[Sample]:
+    turns, search, out = [], NO_TOPIC, []
+    for j, turn in enumerate(history):
+        where = f"dialogue {dialog_id} turn {j + 1}"
+        if not isinstance(turn, dict) or "text" not in turn:
+            raise LineError(path, line, f'{where} has no "text"')
+        text = _string(turn["text"], path, line, f'{where} "text"').strip()
+        action = turn.get("action", "")
+        if action == "Apprentice => Wizard":
+            turns.append(text)
+        elif action == "Wizard => SearchAgent":
+            search = text
+        elif action == "Wizard => Apprentice":
+            if not turns:
+                turns.append(text)
+                continue
+            topic, knowledge = _woi_knowledge(turn.get("context") or {}, search, path, line, where)
+            out.append(Sample(topic, list(turns), knowledge, text, str(path), line))
+            turns.append(text)
+        elif action != "SearchAgent => Wizard":
+            raise LineError(path, line, f"{where} has an unknown action {action!r}")
+    return out
+
+
+def _woi_knowledge(context: dict, search: str, path, line: int, where: str) -> tuple[str, str]:
+    contents, selects = context.get("contents") or [], context.get("selected_contents") or [[True]]
+    if not selects or (selects[0] and selects[0][0]):  # the wizard chose "no selection"
+        return NO_TOPIC, NO_PASSAGE
+    if len(selects) - 1 != len(contents):
+        raise LineError(path, line, f"{where}: selected_contents has {len(selects) - 1} entries for "
+                                    f"{len(contents)} contents")
+    chosen = [s for doc, flags in zip(contents, selects[1:]) for s, f in zip(doc.get("content", []), flags) if f]
+    if not chosen:
+        return NO_TOPIC, NO_PASSAGE
+    return search, " ".join(s.strip() for s in chosen)
+
+
+# conversations --------------------------------------------------------------------------------------
+CONVERSATION = 'one conversation {"id", "turns": [{"speaker", "text"}], "knowledge": [...]} per line'
+
+
+def read_conversations(path) -> list[Conversation]:
+    out = []
+    for line, obj in read_jsonl(path, CONVERSATION, LineError):
+        turns = obj.get("turns")
+        if not isinstance(turns, list) or not turns:
+            raise LineError(path, line, 'missing "turns": a non-empty list of {"speaker", "text"}')
+        parsed = []
+        for j, turn in enumerate(turns, start=1):
+            if not isinstance(turn, dict) or "text" not in turn:
+                raise LineError(path, line, f'turn {j} has no "text"')
+            if "speaker" not in turn:
+                raise LineError(path, line, f'turn {j} has no "speaker"')
+            parsed.append(Turn(str(turn["speaker"]), _string(turn["text"], path, line, f'turn {j} "text"')))
+        knowledge = obj.get("knowledge", [])
+        if not isinstance(knowledge, list) or not all(isinstance(k, str) for k in knowledge):
+            raise LineError(path, line, '"knowledge" must be a list of strings')
+        out.append(Conversation(str(obj.get("id", line)), parsed, knowledge, str(obj.get("topic", "")),
+                                str(path), line))
+    return out
+
+
+def conversation_samples(conversations: list[Conversation]) -> list[Sample]:
+    """One TSV sample per turn after the first (topic: the conversation's topic, else its id)."""
+    out = []
+    for c in conversations:
+        for j in range(1, len(c.turns)):
+            out.append(Sample(c.topic or c.id, [t.text for t in c.turns[:j]], " ".join(c.knowledge) or NO_PASSAGE,
+                              c.turns[j].text, c.path, c.line))
+    return out
+
+
+# the flattened TSV ----------------------------------------------------------------------------------
+def read_tsv(path) -> list[Sample]:
+    what = "the flattened dialogue TSV: topic, turns joined by ' [SEP] ', knowledge, response"
+    out = []
+    for line, text in numbered_lines(path, what, LineError):
+        fields = text.split("\t")
+        if len(fields) != 4:
+            raise LineError(path, line, f"{len(fields)} tab-separated fields, expected 4 ({what})")
+        topic, context, knowledge, response = fields
+        turns = [t.strip() for t in context.split(SEP.strip())] if context.strip() else []
+        out.append(Sample(topic, turns, knowledge, response, str(path), line))
+    return out
+
+
+def write_tsv(samples: list[Sample], path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(s.tsv() for s in samples))
+    return path
+
+
+def read_any(path) -> list[Sample]:
+    """The samples of any supported file, by its name: .json (WoW), .jsonl (WoI, or conversations
+    when the first object has "turns"), .tsv / .txt (already flattened)."""
+    path = Path(path)
+    if path.suffix == ".json":
+        return read_wow(path)
+    if path.suffix == ".jsonl":
+        first = next((ln for ln in read_text(path, "JSONL", LineError).split("\n") if ln.strip()), "{}")
+        try:
+            conversations = "turns" in json.loads(first)
+        except (json.JSONDecodeError, TypeError):
+            conversations = False
+        return conversation_samples(read_conversations(path)) if conversations else read_woi(path)
+    return read_tsv(path)
