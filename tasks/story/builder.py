@@ -1,0 +1,74 @@
+"""MEGATRON-CNTRL's three trained components on the core trainer: `task: story` in a recipe (entry
+point megazoo.tasks:story), the component picked by `task.component`.
+
+    generator  a GPT/Llama decoder fine-tuned on (story so far + top knowledge + keywords -> next
+               sentence), the loss on the sentence only (zoo/sft.py's batching and objective)
+    keywords   the same decoder recipe on (story so far -> the next sentence's keywords)
+    ranker     a BERT scorer of (knowledge sentence, story so far): the choice head over a step's
+               `task.candidates` knowledge sentences, cross-entropy towards the weak label (the
+               sentence closest to the gold next sentence in MiniLM embedding space, written by
+               `megazoo task story label`); validation: top-1 agreement with the weak label
+
+Task keys (task.*):
+    component      generator | keywords | ranker (default generator)
+    knowledge      the knowledge base (ConceptNet CSV or TSV) for the generator's pairs (null: none)
+    n_knowledge    knowledge sentences in a generator prompt (2)
+    n_keywords     keywords per sentence (2)
+    drop_keywords  share of generator pairs without keywords and knowledge (0.15)
+    drop_knowledge share of generator pairs without knowledge only (0.15)
+    valid_stories  validation stories used (0: all)
+    max_seq_length ranker: tokens of (knowledge, story) (128)
+    eval_batch     ranker: steps per forward pass in evaluation (16)
+data.path: generator/keywords: a folder with train.csv and valid.csv or one ROCStories CSV;
+ranker: a folder with ranker-train.jsonl and ranker-valid.jsonl.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from megazoo.core.train.config_checks import fill_dataclass
+from megazoo.core.train.errors import ConfigError
+
+COMPONENTS = ("generator", "keywords", "ranker")
+
+
+@dataclass
+class StoryTask:
+    component: str = "generator"
+    knowledge: str | None = None
+    n_knowledge: int = 2
+    n_keywords: int = 2
+    drop_keywords: float = 0.15
+    drop_knowledge: float = 0.15
+    valid_stories: int = 0
+    max_seq_length: int = 128
+    eval_batch: int = 16
+
+    @classmethod
+    def from_dict(cls, task: dict) -> "StoryTask":
+        out = fill_dataclass(cls, task, "task", "task story")
+        if out.component not in COMPONENTS:
+            raise ConfigError(f"task.component must be one of {', '.join(COMPONENTS)}, got {out.component!r}")
+        if not (0 <= out.drop_keywords and 0 <= out.drop_knowledge and out.drop_keywords + out.drop_knowledge <= 1):
+            raise ConfigError(f"task.drop_keywords and task.drop_knowledge must be shares that sum to at most 1, got "
+                              f"{out.drop_keywords} and {out.drop_knowledge}")
+        if min(out.n_knowledge, out.n_keywords, out.valid_stories) < 0 or out.max_seq_length < 8:
+            raise ConfigError("task.n_knowledge, task.n_keywords and task.valid_stories must be >= 0 and "
+                              "task.max_seq_length >= 8")
+        return out
+
+
+def build(task: dict, model: dict, recompute: str = "none"):
+    settings = StoryTask.from_dict(task)
+    if settings.component == "ranker":
+        from megazoo.tasks.story.ranker_builder import RankerBuilder
+
+        return RankerBuilder(asdict(settings), model, recompute)
+    arch = model.get("arch", "gpt")
+    if arch not in ("gpt", "llama"):
+        raise ConfigError(f"task story's {settings.component} is a decoder: model.arch={arch!r} is not gpt or llama")
+    from megazoo.tasks.story.decoder_builder import StoryDecoderBuilder
+    from megazoo.zoo.gpt.builder import build as build_gpt
+
+    return StoryDecoderBuilder(build_gpt(model, recompute), asdict(settings))

@@ -1,0 +1,75 @@
+"""`megazoo task story data OUT_DIR [--stories 600] [--seed 0] [--rocstories FILE.csv]`.
+
+Writes into OUT_DIR: stories.csv and its seeded 90/5/5 split train.csv, valid.csv, test.csv
+(generated from templates, or a real ROCStories CSV given with --rocstories), handwritten.csv (the
+package's hand-written evaluation stories), test-keywords.jsonl and handwritten-keywords.jsonl (the
+gold sentences' keywords, the `generate --keywords` format) and knowledge.csv (a WordNet knowledge
+base in ConceptNet's CSV format over every keyword of these stories and their antonyms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+
+from megazoo.core.argtypes import positive_int
+
+PROG = "megazoo task story data"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", help="the folder to write")
+    parser.add_argument("--stories", type=positive_int, default=600, help="generated stories (default 600)")
+    parser.add_argument("--seed", type=int, default=0, help="generation and split seed")
+    parser.add_argument("--rocstories", help="split this ROCStories CSV instead of generating stories")
+    parser.add_argument("--keywords", type=positive_int, default=2, help="keywords per sentence (default 2)")
+
+
+def write_keywords(path, stories, k: int) -> None:
+    from megazoo.tasks.story.delex import delexicalise
+    from megazoo.tasks.story.keywords import story_keywords
+    from megazoo.tasks.story.weak_labels import write_jsonl
+
+    rows = []
+    for s in stories:
+        d = delexicalise(s)
+        rows.append({"id": s.id, "keywords": story_keywords(d.sentences, k)[1:]})
+    write_jsonl(path, rows)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from megazoo.tasks.story.cli_common import errors, fail, package_file
+    from megazoo.tasks.story.data import read_rocstories, split_stories, write_rocstories
+    from megazoo.tasks.story.delex import delexicalise
+    from megazoo.tasks.story.generate import write_generated
+    from megazoo.tasks.story.keywords import story_keywords
+    from megazoo.tasks.story.knowledge import write_conceptnet
+    from megazoo.tasks.story.wordnet_kb import antonym, build_wordnet_kb
+
+    out = Path(args.out)
+    try:
+        if args.rocstories:
+            stories = read_rocstories(args.rocstories)
+            write_rocstories(out / "stories.csv", stories)
+            for name, part in split_stories(stories, args.seed).items():
+                write_rocstories(out / f"{name}.csv", part)
+        else:
+            write_generated(out, args.stories, args.seed)
+        shutil.copyfile(package_file("handwritten.csv"), out / "handwritten.csv")
+        write_keywords(out / "test-keywords.jsonl", read_rocstories(out / "test.csv"), args.keywords)
+        hand = read_rocstories(out / "handwritten.csv")
+        write_keywords(out / "handwritten-keywords.jsonl", hand, args.keywords)
+        vocab = set()
+        for s in read_rocstories(out / "stories.csv") + hand:
+            for words in story_keywords(delexicalise(s).sentences, args.keywords):
+                vocab.update(words)
+        vocab |= {a for a in (antonym(w) for w in sorted(vocab)) if a}
+        triples = build_wordnet_kb(vocab)
+        write_conceptnet(out / "knowledge.csv", triples)
+    except errors() as e:
+        return fail(PROG, e)
+    print(f"stories, splits, hand-written set, keywords and a knowledge base of {len(triples)} WordNet assertions "
+          f"over {len(vocab)} words written to {out}")
+    return 0

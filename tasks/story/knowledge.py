@@ -1,0 +1,159 @@
+"""The knowledge base: ConceptNet assertions read from its CSV release or a plain TSV, turned into
+sentences by templates, and retrieved by keyword.
+
+Formats (UTF-8, one assertion a line; a malformed line is an error `file:line: problem`):
+    ConceptNet 5 CSV  /a/[/r/IsA/,/c/en/dog/n/,/c/en/animal/]<TAB>/r/IsA<TAB>/c/en/dog/n<TAB>/c/en/animal<TAB>{json}
+                      (assertions with a non-English end are skipped, as the paper keeps English)
+    TSV               head<TAB>relation<TAB>tail   (relation with or without /r/; words with _ or spaces)
+The retriever maps a keyword (or its WordNet base form) to the assertions whose head is that word.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from megazoo.core.data.errors import DataError
+
+TEMPLATES = {
+    "IsA": "{h} is a {t}", "UsedFor": "{h} is used for {t}", "PartOf": "{h} is part of {t}",
+    "HasA": "{h} has a {t}", "AtLocation": "{h} is found at {t}", "CapableOf": "{h} can {t}",
+    "Synonym": "{h} is similar to {t}", "Antonym": "{h} is the opposite of {t}", "RelatedTo": "{h} is related to {t}",
+    "Causes": "{h} causes {t}", "Desires": "{h} wants {t}", "HasProperty": "{h} is {t}",
+    "MadeOf": "{h} is made of {t}", "HasPrerequisite": "{h} requires {t}", "MotivatedByGoal": "{h} because of {t}",
+    "CausesDesire": "{h} makes you want to {t}", "HasSubevent": "{h} involves {t}", "ReceivesAction": "{h} can be {t}",
+    "SimilarTo": "{h} is similar to {t}", "DerivedFrom": "{h} comes from {t}", "FormOf": "{h} is a form of {t}",
+}
+ENGLISH = "/c/en/"
+
+
+class KnowledgeError(DataError):
+    def __init__(self, path, line: int, problem: str):
+        super().__init__(f"{os.fspath(path)}:{line}: {problem}")
+
+
+@dataclass(frozen=True)
+class Triple:
+    head: str
+    relation: str
+    tail: str
+
+    def sentence(self) -> str:
+        """The assertion as a sentence: the relation's template, or `head <relation words> tail`."""
+        template = TEMPLATES.get(self.relation)
+        if template is None:
+            words = re.sub(r"(?<!^)([A-Z])", r" \1", self.relation).lower()
+            template = "{h} " + words + " {t}"
+        return re.sub(r"\b([Aa]) ([aeiou])", r"\1n \2", template.format(h=self.head, t=self.tail))
+
+
+def concept_text(uri: str) -> str:
+    """/c/en/ice_cream/n/... -> 'ice cream'."""
+    return uri.split("/")[3].replace("_", " ")
+
+
+def _relation(text: str) -> str:
+    return text[3:] if text.startswith("/r/") else text
+
+
+def read_conceptnet(path) -> list[Triple]:
+    """The English assertions of a ConceptNet 5 CSV (tab-separated, five fields)."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != 5:
+                raise KnowledgeError(path, number, f"a ConceptNet assertion has 5 tab-separated fields (uri, "
+                                                   f"relation, start, end, json), this line has {len(fields)}")
+            uri, rel, start, end, meta = fields
+            if not rel.startswith("/r/") or not start.startswith("/c/") or not end.startswith("/c/"):
+                raise KnowledgeError(path, number, f"expected /r/Relation, /c/lang/start and /c/lang/end, got "
+                                                   f"{rel!r}, {start!r}, {end!r}")
+            try:
+                json.loads(meta)
+            except json.JSONDecodeError as e:
+                raise KnowledgeError(path, number, f"the fifth field is not JSON ({e.msg})") from None
+            if start.startswith(ENGLISH) and end.startswith(ENGLISH) and len(start.split("/")) > 3 \
+                    and len(end.split("/")) > 3:
+                out.append(Triple(concept_text(start), _relation(rel), concept_text(end)))
+    return out
+
+
+def read_tsv(path) -> list[Triple]:
+    """head<TAB>relation<TAB>tail lines."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if len(fields) != 3 or not all(x.strip() for x in fields):
+                raise KnowledgeError(path, number, f"expected head<TAB>relation<TAB>tail (3 non-empty fields), got "
+                                                   f"{len(fields)} field(s)")
+            h, r, t = (x.strip() for x in fields)
+            out.append(Triple(h.replace("_", " "), _relation(r), t.replace("_", " ")))
+    return out
+
+
+def read_knowledge(path) -> list[Triple]:
+    """A ConceptNet CSV or a TSV, told apart by the first line's field count."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such knowledge file (a ConceptNet CSV or a head<TAB>relation<TAB>tail TSV)")
+    with open(path, encoding="utf-8") as f:
+        first = next((ln for ln in f if ln.strip() and not ln.startswith("#")), "")
+    return read_conceptnet(path) if first.count("\t") == 4 else read_tsv(path)
+
+
+def write_conceptnet(path, triples: list[Triple]) -> Path:
+    """Triples as ConceptNet 5 CSV lines (what read_conceptnet reads back)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for t in triples:
+            h, e = (ENGLISH + x.replace(" ", "_") for x in (t.head, t.tail))
+            f.write(f"/a/[/r/{t.relation}/,{h}/,{e}/]\t/r/{t.relation}\t{h}\t{e}\t" + '{"weight": 1.0}\n')
+    tmp.replace(path)
+    return path
+
+
+class KnowledgeBase:
+    """Triples indexed by head word; retrieve(keyword) gives their sentences."""
+
+    def __init__(self, triples: list[Triple]):
+        self.by_head: dict[str, list[Triple]] = defaultdict(list)
+        for t in dict.fromkeys(triples):
+            self.by_head[t.head.lower()].append(t)
+
+    @classmethod
+    def load(cls, path) -> "KnowledgeBase":
+        return cls(read_knowledge(path))
+
+    def triples(self, keyword: str) -> list[Triple]:
+        from megazoo.tasks.story.morph import base_forms
+
+        key = keyword.lower()
+        found = list(self.by_head.get(key, []))
+        for base in sorted(base_forms(key) - {key}):
+            found += self.by_head.get(base, [])
+        return list(dict.fromkeys(found))
+
+    def retrieve(self, keywords: list[str], limit: int = 8) -> list[str]:
+        """Knowledge sentences of the keywords, interleaved (each keyword's first, then seconds, ...),
+        without repeats, at most `limit`."""
+        lists = [[t.sentence() for t in self.triples(k)] for k in keywords]
+        out: list[str] = []
+        for i in range(max((len(x) for x in lists), default=0)):
+            for x in lists:
+                if i < len(x) and x[i] not in out:
+                    out.append(x[i])
+        return out[:limit]

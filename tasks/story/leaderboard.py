@@ -1,0 +1,48 @@
+"""The story task's evaluation for `megazoo eval leaderboard` (entry point megazoo.evaluations:story).
+
+A suite entry writes sentences 2-5 of every story of a ROCStories-format CSV with each model (a story
+generator checkpoint, or any GPT/Llama decoder) given the gold sentences' keywords (YAKE!, as
+`megazoo task story data` writes them) and, with `knowledge`, the knowledge retrieved for them:
+
+    - {name: story, path: runs/story/data/handwritten.csv, knowledge: runs/story/data/knowledge.csv}
+
+The headline is the keyword control rate (higher is better); Repeat-4, Distinct-4 and the perplexity
+of the gold sentences come with it.
+"""
+
+from __future__ import annotations
+
+from megazoo.eval.registry import Evaluation
+
+METRICS = ("control_rate", "repeat_4", "distinct_4", "ppl")
+
+
+def run(checkpoint: str, path: str, entry: dict) -> dict:
+    from megazoo.tasks.story.data import read_rocstories
+    from megazoo.tasks.story.delex import delexicalise
+    from megazoo.tasks.story.evaluate import control_rate, distinct_4, repeat_4
+    from megazoo.tasks.story.keywords import story_keywords
+    from megazoo.tasks.story.knowledge import KnowledgeBase
+    from megazoo.tasks.story.loop import write_stories
+    from megazoo.tasks.story.models import Decoder
+    from megazoo.tasks.story.ppl import story_perplexity
+
+    stories = [delexicalise(s) for s in read_rocstories(path)]
+    limit = int(entry.get("limit", 0))
+    stories = stories[:limit] if limit > 0 else stories
+    given = [story_keywords(s.sentences, int(entry.get("keywords", 2)))[1:] for s in stories]
+    kb = KnowledgeBase.load(entry["knowledge"]) if entry.get("knowledge") else None
+    gen = Decoder(checkpoint, int(entry.get("max_new_tokens", 32)), int(entry.get("batch_size", 16)))
+    records = write_stories(stories, gen, given, None, kb)
+    sentences = [r["sentences"] for r in records]
+    return {"control_rate": control_rate(sentences, given), "repeat_4": repeat_4(sentences),
+            "distinct_4": distinct_4(sentences), "ppl": story_perplexity(gen.model, gen.tok, stories),
+            "n": len(stories)}
+
+
+EVALUATION = Evaluation(
+    name="story", data="a ROCStories-format CSV (storyid,storytitle,sentence1..sentence5)", metrics=METRICS,
+    headline="control_rate", run=run, kinds=("story", "lm"), higher_is_better=True,
+    options={"knowledge": "a knowledge base (ConceptNet CSV or TSV) to retrieve from (default none)",
+             "keywords": "keywords per sentence (default 2)", "max_new_tokens": "default 32",
+             "batch_size": "stories per generate call (default 16)", "limit": "first N stories (default all)"})

@@ -1,0 +1,83 @@
+"""The trained components at generation time: a decoder that completes prompts (generator, keyword
+predictor) and the ranker that orders knowledge sentences."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+END = re.compile(r"(?<=[.!?])\s")
+
+
+def run_checkpoints(path) -> Path:
+    """A training run folder means its checkpoints/; anything else is used as given."""
+    path = Path(path)
+    if (path / "checkpoints").is_dir() and not (path / "model.yaml").is_file() and not any(path.glob("iter_*")):
+        return path / "checkpoints"
+    return path
+
+
+class Decoder:
+    """A decoder checkpoint (training run, iter_*, import-hf or HF folder) that completes prompts
+    greedily, one line each."""
+
+    def __init__(self, checkpoint, max_new_tokens: int = 32, batch: int = 16):
+        from megazoo.tasks.detox.model import load_decoder
+
+        self.model, self.tok = load_decoder(run_checkpoints(checkpoint))
+        self.max_new_tokens, self.batch = max_new_tokens, batch
+
+    def complete(self, prompts: list[str]) -> list[str]:
+        from megazoo.zoo.generate import generate
+
+        eos = self.tok.eos_token_id
+        out = []
+        for i in range(0, len(prompts), self.batch):
+            ids = [self.tok(p)["input_ids"] for p in prompts[i:i + self.batch]]
+            gen = generate(self.model, ids, self.max_new_tokens, eos_token_id=eos,
+                           pad_token_id=self.tok.pad_token_id or eos, stop_strings=["\n"], tokenizer=self.tok)
+            out += [self.tok.decode(g, skip_special_tokens=True).split("\n")[0].strip() for g in gen]
+        return out
+
+
+def first_sentence(text: str) -> str:
+    """The text up to its first sentence end (a generator may run on into a second sentence)."""
+    return END.split(text.strip(), maxsplit=1)[0].strip() if text.strip() else ""
+
+
+class Ranker:
+    """A ranker training checkpoint (task.component: ranker) that orders knowledge sentences."""
+
+    def __init__(self, checkpoint):
+        from megazoo.core.checkpoint import open_checkpoint
+        from megazoo.core.data.tokenizers import build_tokenizer
+        from megazoo.core.parallel.context import ParallelContext
+        from megazoo.tasks.story.builder import build
+
+        path = run_checkpoints(checkpoint)
+        resolved, record = open_checkpoint(path)
+        meta = record.get("meta") or {}
+        task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
+        if task.get("name") != "story" or task.get("component") != "ranker":
+            raise ValueError(f"--ranker {checkpoint}: not a story ranker checkpoint (task {task.get('name')!r}, "
+                             f"component {task.get('component')!r}); train one with `megazoo task story train "
+                             f"story-ranker`")
+        self.builder = build({k: v for k, v in task.items() if k != "name"}, meta["model"])
+        self.ctx = ParallelContext.single()
+        self.chunks = self.builder.chunks(self.ctx, 0)
+        self.builder.load_weights(self.chunks, resolved, self.ctx)
+        self.tok = build_tokenizer(meta.get("tokenizer") or "bert-wordpiece")
+
+    @torch.no_grad()
+    def order(self, context: list[str], candidates: list[str]) -> list[str]:
+        """The candidates best first (a single candidate or none: as given)."""
+        from megazoo.tasks.story.ranker_builder import encode_steps
+
+        if len(candidates) < 2:
+            return list(candidates)
+        inputs = encode_steps([{"context": context, "candidates": candidates}], self.tok,
+                              self.builder.task["max_seq_length"])
+        scores = self.builder.scores(self.chunks, self.ctx, inputs)[0]
+        return [candidates[i] for i in scores.argsort(descending=True).tolist()]

@@ -1,0 +1,112 @@
+"""tasks/story metrics against hand-computed values (fixtures/story/generations.jsonl), the keywords
+file format and its errors, and the stages' one-line CLI errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from megazoo.cli import main
+from megazoo.core.data.errors import DataError
+from megazoo.eval.metrics.generation import distinct_n, repeat_n
+from megazoo.tasks.story.evaluate import contains, control_rate, distinct_4, repeat_4
+from megazoo.tasks.story.keywords_file import read_keywords
+
+FIX = Path(__file__).parent / "fixtures" / "story"
+
+
+def gens() -> list[dict]:
+    return [json.loads(x) for x in (FIX / "generations.jsonl").read_text().splitlines()]
+
+
+def test_repeat_4_and_distinct_4_equal_hand_computed_values():
+    stories = [g["sentences"] for g in gens()]
+    # story 1, 22 lowercased whitespace tokens: 19 4-grams, "ran and ran and" twice -> 18 distinct;
+    # story 2, 12 tokens: 9 4-grams, all distinct. Repeat-4 = 1/2, Distinct-4 = (18 + 9) / (19 + 9)
+    assert repeat_4(stories) == 0.5
+    assert distinct_4(stories) == pytest.approx(27 / 28)
+    # the shared definitions on the same lowercased whitespace tokens
+    texts = [" ".join(s).lower() for s in stories]
+    assert repeat_n(texts, 4) == 0.5 and distinct_n(texts, 4) == pytest.approx(27 / 28)
+
+
+def test_control_rate_counts_morphological_variants():
+    g = gens()
+    # walk~walked, dogs~dog, run~ran, happy no, home yes | cake yes, tea no, sleep~slept: 6 of 8
+    assert control_rate([x["sentences"] for x in g], [x["keywords"] for x in g]) == 0.75
+    assert contains("The children played.", "child") and not contains("He walked.", "talk")
+    assert contains("They set it up.", "set up") and not contains("They set it.", "set up")
+
+
+def test_keywords_file_reads_both_line_forms(tmp_path):
+    f = tmp_path / "k.jsonl"
+    f.write_text('{"id": "a", "keywords": [["Dog"], [], ["run", "park"], ["home"]]}\n'
+                 '[["x"], ["y"], ["z"], ["w"]]\n')
+    assert read_keywords(f, 2) == [[["dog"], [], ["run", "park"], ["home"]], [["x"], ["y"], ["z"], ["w"]]]
+
+
+@pytest.mark.parametrize("text, n, message", [
+    ('[["a"], ["b"], ["c"], ["d"]]\n[["a"], ["b"], ["c"], ["d"]]\n', 1,
+     "2: more stories of keywords than the 1 stories of data.csv"),
+    ('[["a"], ["b"], ["c"], ["d"]]\n\n', 3, "1: 1 stories of keywords for the 3 stories of data.csv"),
+    ('[["a"], ["b"], ["c"]]\n', 1, "1: expected 4 lists of keywords (one per generated sentence), or "
+                                   '{"keywords": [...]} holding them'),
+    ('[["a"], ["b"], ["c"], ["d"]]\n{"keywords": \n', 2, "2: not valid JSON (Expecting value)"),
+])
+def test_keywords_file_errors_name_file_and_line(tmp_path, text, n, message):
+    f = tmp_path / "k.jsonl"
+    f.write_text(text)
+    with pytest.raises(DataError) as e:
+        read_keywords(f, n, "data.csv")
+    assert str(e.value) == f"{f}:{message}"
+
+
+def test_cli_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
+    def megazoo(*args):
+        capsys.readouterr()
+        code = main(["task", "story", *args])
+        return code, capsys.readouterr().err
+
+    data = tmp_path / "data.csv"
+    shutil.copyfile(FIX / "rocstories_raw.csv", data)
+    keywords = tmp_path / "k.jsonl"
+    keywords.write_text('[["a"], ["b"], ["c"], ["d"]]\n' * 2)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    runs = {
+        "keywords": megazoo("generate", "--checkpoint", str(ckpt), "--data", str(data), "--keywords", str(keywords),
+                            "--out", str(tmp_path / "g.jsonl")),
+        "short": megazoo("generate", "--checkpoint", str(ckpt), "--data", str(FIX / "short_row.csv"),
+                         "--out", str(tmp_path / "g.jsonl")),
+        "knowledge": megazoo("generate", "--checkpoint", str(ckpt), "--data", str(data), "--knowledge",
+                             str(FIX / "bad_kb.tsv"), "--out", str(tmp_path / "g.jsonl")),
+        "evaluate": megazoo("evaluate", "--data", str(data), "--generations", str(FIX / "generations.jsonl"),
+                            "--keywords", str(keywords), "--out", str(tmp_path / "e2.json")),
+    }
+    expected = {
+        "keywords": f"{keywords}:2: 2 stories of keywords for the 3 stories of {data}",
+        "short": f"{FIX / 'short_row.csv'}:3: a story needs five sentences, this row has 4",
+        "knowledge": f"{FIX / 'bad_kb.tsv'}:2: expected head<TAB>relation<TAB>tail (3 non-empty fields), got 1 "
+                     f"field(s)",
+        "evaluate": None,
+    }
+    for name, (code, err) in runs.items():
+        if expected[name] is None:
+            continue
+        assert code == 2, (name, err)
+        assert err.strip().splitlines() == [f"megazoo task story generate: error: {expected[name]}"]
+    # evaluate against the generations' own keywords: the hand-computed figures
+    code, err = megazoo("evaluate", "--data", str(data), "--generations", str(FIX / "generations.jsonl"), "--out",
+                        str(tmp_path / "e.json"))
+    assert code == 0, err
+    out = json.loads((tmp_path / "e.json").read_text())
+    assert out["n"] == 2 and out["metrics"]["ppl"] is None
+    assert out["metrics"]["repeat_4"] == 0.5 and out["metrics"]["control_rate"] == 0.75
+    assert out["metrics"]["distinct_4"] == pytest.approx(27 / 28)
+    # keywords measured from another file: two stories' worth
+    assert runs["evaluate"][0] == 0, runs["evaluate"][1]
+    other = json.loads((tmp_path / "e2.json").read_text())
+    assert other["keywords_given"] == 8 and other["metrics"]["control_rate"] == 0.0
