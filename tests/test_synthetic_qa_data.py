@@ -10,7 +10,7 @@ from megazoo.cli import main as megazoo
 from megazoo.tasks.synthetic_qa.builder import DEV
 from megazoo.tasks.synthetic_qa.prompts import answer_context, clean_question, qg_prompt
 from megazoo.tasks.synthetic_qa.squad import SquadFormatError, read_squad
-from megazoo.tasks.synthetic_qa.templates import paragraph_questions
+from megazoo.tasks.synthetic_qa.templates import paragraph_questions, sentences
 
 GOOD = """{"version": "1.1", "data": [{"title": "t", "paragraphs": [
  {"context": "Pdb sets a handler for the SIGINT signal.",
@@ -74,6 +74,40 @@ def test_template_questions_are_spans():
         assert context[start:start + len(answer)] == answer and question.endswith("?")
 
 
+@pytest.mark.parametrize("sentence, question, answer", [
+    ("The Python interpreter raises an exception when it detects a run-time error (such as division by zero).",
+     "When does the Python interpreter raise an exception?", "when it detects a run-time error"),
+    ('A Python program can also raise an exception with the "raise" statement.',
+     "How can a Python program raise an exception?", 'with the "raise" statement'),
+    ('The "__dir__" function should accept no arguments, and return a sequence of strings.',
+     'What should the "__dir__" function accept?', "no arguments"),
+    ("The hook is called by the debugger.", "What is the hook called by?", "the debugger"),
+    ('Return "True" if string starts with the prefix, otherwise return "False".',
+     "What is returned if string starts with the prefix?", '"True"'),
+    ("On Unix, it supports IP (Internet Protocol) and Unix domain sockets.", "What does IP stand for?",
+     "Internet Protocol"),
+    ("Changed in version 3.8: Now annotated assignments allow it.", "In which version was this changed?", "3.8"),
+    ("The optional banner argument specifies the banner to print.", "What does the optional banner argument specify?",
+     "the banner to print"),
+])
+def test_template_rules(sentence, question, answer):
+    qs = paragraph_questions(sentence)
+    assert (question, answer) in [q[:2] for q in qs]
+    for _, text, start in qs:
+        assert sentence[start:start + len(text)] == text
+
+
+def test_paragraphs_sharing_a_sentence_with_the_dev_set_are_held_out():
+    from megazoo.tasks.synthetic_qa.generate import corpus_paragraphs
+
+    paragraphs = corpus_paragraphs(set(), 0)
+    first = next(s for _, s in sentences(paragraphs[0]) if len(s) >= 30)
+    variant = first + " A sentence the corpus does not hold, as a second version of a text would."
+    kept = corpus_paragraphs({variant}, 0)
+    assert paragraphs[0] not in kept and not any(first.lower() in p.lower() for p in kept)
+    assert len(kept) >= len(paragraphs) - 3
+
+
 def test_prompt_holds_the_answer_sentence():
     context = "First sentence here is long enough to stand alone in the prompt. Pdb sets SIGINT. Last one."
     start = context.index("SIGINT")
@@ -110,3 +144,30 @@ def test_stage_errors_are_one_line(tmp_path, capsys, argv, message):
     assert megazoo(["task", "synthetic_qa", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message.format(**fill) in err and err.count("\n") == 0 and "Traceback" not in err
+
+
+def test_sampled_questions_stay_with_their_prompt(monkeypatch):
+    """sample_questions batches prompts by length; every question must still come back to its own prompt."""
+    import megazoo.zoo.generate as zoo_generate
+    from megazoo.tasks.synthetic_qa.questions import sample_questions
+
+    class Tok:
+        eos_token_id = pad_token_id = 0
+
+        def __call__(self, text):
+            return {"input_ids": [ord(c) for c in text]}
+
+        def decode(self, ids, skip_special_tokens=True):
+            return "".join(chr(i) for i in ids)
+
+    seen_batches = []
+
+    def fake_generate(model, prompts, max_new_tokens, **kw):
+        seen_batches.append([len(p) for p in prompts])
+        return [p[:3] + [ord("?")] for p in prompts]  # the question repeats the prompt's first letters
+
+    monkeypatch.setattr(zoo_generate, "generate", fake_generate)
+    prompts = ["long prompt here", "ab", "medium one", "xyz"]
+    out = sample_questions(None, Tok(), prompts, samples=2, batch=3)
+    assert out == [[p[:3] + "?"] * 2 for p in prompts]
+    assert [n for b in seen_batches for n in b] == sorted(len(p) for p in prompts for _ in range(2))

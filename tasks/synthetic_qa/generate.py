@@ -9,8 +9,8 @@ the standard library's documentation as prose). Generated data, not SQuAD.
     OUT/dev.json         the hand-written dev set (package data, data/dev.json)
 
 Paragraphs are those of 200-700 characters without code (the corpus with its class and function
-docstrings), deduplicated and shuffled by the seed; the dev set's paragraphs are left out of both
-splits. A paragraph goes to train when templates find questions in it and train is not full, else
+docstrings), deduplicated and shuffled by the seed; the dev set's paragraphs, and every paragraph
+sharing a sentence with one of them, are left out of both splits. A paragraph goes to train when templates find questions in it and train is not full, else
 to the text.
 """
 
@@ -24,18 +24,28 @@ from pathlib import Path
 from megazoo.tasks.synthetic_qa.builder import DEV
 from megazoo.tasks.synthetic_qa.prompts import qg_prompt
 from megazoo.tasks.synthetic_qa.squad import Question, read_squad, write_squad
-from megazoo.tasks.synthetic_qa.templates import paragraph_questions
+from megazoo.tasks.synthetic_qa.templates import paragraph_questions, sentences
 
 CODE = set("=(){}[]<>#@%|\\;")
 
 
+def _sentence_keys(paragraph: str) -> set:
+    """The paragraph's sentences of 30+ characters, lowercased: what two versions of a text share."""
+    return {s.lower() for _, s in sentences(paragraph) if len(s) >= 30}
+
+
 def corpus_paragraphs(exclude: set, seed: int) -> list[str]:
+    """The corpus paragraphs, shuffled; `exclude`'s paragraphs are left out, and so is every
+    paragraph sharing a sentence with one of them (the corpus holds some texts twice, in
+    slightly different versions)."""
     from megazoo.core.data.corpus import documents
 
+    held = set().union(*map(_sentence_keys, exclude)) if exclude else set()
     seen, out = set(exclude), []
     for doc in documents(members=True):
         for p in doc.split("\n"):
-            if 200 <= len(p) <= 700 and sum(c in CODE for c in p) < 4 and p not in seen:
+            if (200 <= len(p) <= 700 and sum(c in CODE for c in p) < 4 and p not in seen
+                    and not _sentence_keys(p) & held):
                 seen.add(p)
                 out.append(p)
     random.Random(seed).shuffle(out)

@@ -31,18 +31,22 @@ def load_decoder(checkpoint):
 def sample_questions(model, tokenizer, prompts: list[str], samples: int, top_k: int = 0, top_p: float = 0.9,
                      temperature: float = 1.0, max_new_tokens: int = 32, batch: int = 32,
                      seed: int = 0) -> list[list[str]]:
-    """`samples` cleaned questions per prompt (sampled; the same seed gives the same questions)."""
+    """`samples` cleaned questions per prompt (sampled; the same seed gives the same questions).
+    Prompts are batched by token length, so a batch pads little (the prefill is most of the cost)."""
     from megazoo.zoo.generate import generate
 
     flat = [p for p in prompts for _ in range(samples)]
     ids = [tokenizer(p)["input_ids"] for p in flat]
+    order = sorted(range(len(ids)), key=lambda k: len(ids[k]))  # batches of like lengths: little left padding
     eos = tokenizer.eos_token_id
-    texts = []
+    texts = [""] * len(ids)
     for i in range(0, len(ids), batch):
-        out = generate(model, ids[i:i + batch], max_new_tokens, do_sample=True, top_k=top_k, top_p=top_p,
+        rows = order[i:i + batch]
+        out = generate(model, [ids[k] for k in rows], max_new_tokens, do_sample=True, top_k=top_k, top_p=top_p,
                        temperature=temperature, eos_token_id=eos, pad_token_id=tokenizer.pad_token_id or eos,
                        stop_strings=["?", "\n"], tokenizer=tokenizer, seed=seed + i)
-        texts += [clean_question(tokenizer.decode(o, skip_special_tokens=True)) for o in out]
+        for k, o in zip(rows, out):
+            texts[k] = clean_question(tokenizer.decode(o, skip_special_tokens=True))
     return [texts[k * samples:(k + 1) * samples] for k in range(len(prompts))]
 
 
