@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -37,25 +36,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")
 
+from results import cpu_seconds, megazoo  # bench/results.py (after the offline settings)  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent
 SECTION = "## Detoxification, SGEAT (bench/bench_detox.py)"
-
-
-def cpu_seconds() -> float:
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        r = resource.getrusage(who)
-        total += r.ru_utime + r.ru_stime
-    return total
-
-
-def megazoo(*argv: str) -> None:
-    from megazoo.cli import main
-
-    print("$ megazoo " + " ".join(argv), flush=True)
-    code = main(list(argv))
-    if code:
-        raise SystemExit(f"megazoo {' '.join(argv)} failed with exit code {code}")
 
 
 def split_prompts(path: Path, selfgen: Path, evaluation: Path) -> None:
