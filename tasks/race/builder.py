@@ -145,11 +145,7 @@ class RaceBuilder(TaskBuilder):
         tmp.rename(path)
 
     def collate(self, samples: list) -> dict:
-        """[mb, 4, L] questions -> [mb * 4, L'] sequences, L' the longest real length rounded up to
-        a multiple of 8 (columns that are padding in every row change nothing; they cost time)."""
-        stacked = RaceBatch(*(torch.stack([s[k] for s in samples]) for k in
-                              ("input_ids", "token_type_ids", "attention_mask", "labels")))
-        return micro_batch(stacked, slice(None))
+        return collate_choices(samples)
 
     # objective and metrics -----------------------------------------------------------------------
     def loss_counts(self, micro_batches: list[dict]) -> dict:
@@ -182,6 +178,15 @@ def micro_batch(inputs: RaceBatch, index) -> dict:
     b = inputs.select(index, multiple=8)
     return {"input_ids": b.input_ids.flatten(0, 1), "token_type_ids": b.token_type_ids.flatten(0, 1),
             "attention_mask": b.attention_mask.flatten(0, 1), "labels": b.labels.long()}
+
+
+def collate_choices(samples: list) -> dict:
+    """[mb, 4, L] multiple-choice samples (RaceBatch fields) -> [mb * 4, L'] sequences, L' the longest
+    real length rounded up to a multiple of 8 (columns that are padding in every row change nothing;
+    they cost time). Shared with tasks/story's knowledge ranker."""
+    stacked = RaceBatch(*(torch.stack([s[k] for s in samples]) for k in
+                          ("input_ids", "token_type_ids", "attention_mask", "labels")))
+    return micro_batch(stacked, slice(None))
 
 
 def build(task: dict, model: dict, recompute: str = "none") -> RaceBuilder:

@@ -13,7 +13,7 @@ import torch
 from megazoo.core.train.builder import TaskBuilder
 from megazoo.core.train.errors import ConfigError
 from megazoo.core.train.evaluation import forward_outputs
-from megazoo.tasks.race.builder import PRETRAINING_HEADS, Shuffled, micro_batch
+from megazoo.tasks.race.builder import PRETRAINING_HEADS, Shuffled, collate_choices, micro_batch
 from megazoo.tasks.race.inputs import RaceBatch, pair_ids
 from megazoo.zoo.heads import choice_logits, head_loss
 
@@ -83,9 +83,7 @@ class RankerBuilder(TaskBuilder):
         return Shuffled(Steps(train_inputs), seed), Steps(self.valid)
 
     def collate(self, samples: list) -> dict:
-        stacked = RaceBatch(*(torch.stack([s[k] for s in samples]) for k in
-                              ("input_ids", "token_type_ids", "attention_mask", "labels")))
-        return micro_batch(stacked, slice(None))
+        return collate_choices(samples)
 
     def loss_counts(self, micro_batches: list[dict]) -> dict:
         return {"steps": sum((mb["labels"] != -100).sum() for mb in micro_batches)}
