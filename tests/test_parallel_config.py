@@ -12,7 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_world_not_divisible_by_tp_times_pp():
-    with pytest.raises(ParallelConfigError, match=r"world size 6 is not divisible by tp x pp = 2 x 2 = 4"):
+    with pytest.raises(ParallelConfigError, match=r"world size 6 is not divisible by tp x cp x pp = 2 x 1 x 2 = 4"):
         ParallelConfig(tp=2, pp=2).validate(6)
 
 

@@ -277,6 +277,8 @@ def _meta_diffs(saved: dict, expect: dict, prefix: str) -> list[tuple[str, str]]
     for k, want in expect.items():
         name = prefix + k
         if k not in saved:
+            if want is None:  # a setting added since the checkpoint was made, left at its default (off)
+                continue
             out.append((name, f"{name} is not recorded (this run has {want!r})"))
         elif isinstance(want, dict) and isinstance(saved[k], dict):
             out += _meta_diffs(saved[k], want, name + ".")

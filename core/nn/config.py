@@ -6,6 +6,43 @@ from dataclasses import dataclass
 
 
 @dataclass
+class MoEConfig:
+    """Mixture-of-experts MLPs (`model.moe.*`): a top-k router over `num_experts` expert MLPs in every
+    `every`-th layer (layers every-1, 2*every-1, ...; 1 = every layer). `capacity_factor` None is
+    dropless (every routed token is computed); a number caps each expert at
+    capacity_factor * tokens * top_k / num_experts tokens and drops the rest. `aux_loss` and `z_loss`
+    are the coefficients of the load-balancing and router z-losses (0 = off)."""
+
+    num_experts: int = 4
+    top_k: int = 2
+    every: int = 1
+    capacity_factor: float | None = None
+    aux_loss: float = 0.0
+    z_loss: float = 0.0
+    gating: str = "softmax"  # softmax | sigmoid
+    ffn_hidden_size: int | None = None  # an expert's hidden size; None: the dense model's ffn_hidden_size
+
+    def __post_init__(self):
+        for name in ("num_experts", "top_k", "every"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"model.moe.{name} must be a positive integer, got {value!r}")
+        if self.top_k > self.num_experts:
+            raise ValueError(f"model.moe.top_k={self.top_k} is larger than model.moe.num_experts="
+                             f"{self.num_experts}; a token cannot go to more experts than there are")
+        if self.capacity_factor is not None and not self.capacity_factor > 0:
+            raise ValueError(f"model.moe.capacity_factor must be > 0 (or unset for dropless), got {self.capacity_factor!r}")
+        if self.gating not in ("softmax", "sigmoid"):
+            raise ValueError(f"model.moe.gating must be softmax or sigmoid, got {self.gating!r}")
+        if self.aux_loss < 0 or self.z_loss < 0:
+            raise ValueError("model.moe.aux_loss and model.moe.z_loss must be >= 0")
+
+    def is_moe_layer(self, layer_number: int) -> bool:
+        """Whether layer `layer_number` (0-based, global) has experts instead of a dense MLP."""
+        return (layer_number + 1) % self.every == 0
+
+
+@dataclass
 class TransformerConfig:
     num_layers: int = 2
     hidden_size: int = 64
@@ -28,8 +65,15 @@ class TransformerConfig:
     recompute: str = "none"  # none | selective (core attention) | full (whole layer)
     attention_scale: float | None = None  # None: 1/sqrt(head dim)
     adapter_size: int = 0  # bottleneck adapters after attention and MLP of every layer; 0: none
+    moe: MoEConfig | None = None  # mixture-of-experts MLPs; None: dense
 
     def __post_init__(self):
+        if isinstance(self.moe, dict):  # from YAML / to_dict()
+            known = set(MoEConfig.__dataclass_fields__)
+            unknown = sorted(set(self.moe) - known)
+            if unknown:
+                raise ValueError(f"unknown model.moe keys {unknown}; valid keys: {sorted(known)}")
+            self.moe = MoEConfig(**self.moe)
         if self.num_kv_heads is None:
             self.num_kv_heads = self.num_heads
         if self.kv_channels is None:

@@ -44,8 +44,10 @@ class GradBuffers:
     def __init__(self, params: list[nn.Parameter], dtype: torch.dtype, ctx: ParallelContext, distributed: bool,
                  bucket_size: int = 10_000_000, overlap: bool = True):
         self.ctx, self.dtype, self.distributed, self.overlap = ctx, dtype, distributed, overlap
-        self.shards = ctx.dp if distributed else 1
-        self.shard_rank = ctx.dp_rank if distributed else 0
+        # dense gradients are reduced over dp x cp (the cp ranks see other tokens of the same samples)
+        self.group, self.group_size = ctx.dp_cp_group, ctx.dp_cp
+        self.shards = ctx.dp_cp if distributed else 1
+        self.shard_rank = ctx.dp_cp_rank if distributed else 0
         self.params = params
         early = [p for p in reversed(params) if not getattr(p, "shared_embedding", False)]
         late = [p for p in reversed(params) if getattr(p, "shared_embedding", False)]
@@ -136,10 +138,10 @@ class GradBuffers:
 
     def _launch(self, bucket: Bucket, async_op: bool) -> None:
         bucket.launched = True
-        if self.ctx.dp == 1:
+        if self.group_size == 1:
             return
         grad = self.main_grad[bucket.start:bucket.end]
-        group = self.ctx.dp_group
+        group = self.group
         try:
             if self.grad_shard is self.main_grad:
                 bucket.handle = dist.all_reduce(grad, group=group, async_op=async_op)
@@ -170,14 +172,14 @@ class GradBuffers:
 
     def all_gather_params(self) -> None:
         """After a sharded step: every rank gets the updated slices of the others."""
-        if self.grad_shard is self.main_grad or self.ctx.dp == 1:
+        if self.grad_shard is self.main_grad or self.group_size == 1:
             return
         handles = []
         for b in self.buckets:
             a, e = self.owned_range(b)
             mine = self.param_data[a:e].clone()  # input must not alias the output
             handles.append(dist.all_gather_into_tensor(self.param_data[b.start:b.end], mine,
-                                                       group=self.ctx.dp_group, async_op=True))
+                                                       group=self.group, async_op=True))
         for h in handles:
             h.wait()
 
