@@ -179,3 +179,59 @@ def test_plan_without_model_or_gpus_says_what_to_give(capsys):
 def test_size_flags_refuse_dry_run(capsys):
     code, _, err = run_cli(capsys, "gpt-345m", "--gpus", "8", "--num-layers", "12", "--dry-run")
     assert code == 2 and "size flags" in err
+
+
+# ---- issue 26: cp and ep on the command line ---------------------------------------------------------
+MIXTRAL_FLAGS = ("smollm2-135m", "--num-layers", "32", "--hidden-size", "4096", "--num-heads", "32", "--num-kv-heads",
+                 "8", "--ffn-hidden-size", "14336", "--vocab-size", "32000", "--untie-embeddings", "--num-experts", "8",
+                 "--seq-length", "4096", "--gpu", "h100")
+
+
+def test_plan_with_cp_and_ep(capsys):
+    code, out, _ = run_cli(capsys, *MIXTRAL_FLAGS, "--gpus", "64", "--pp", "4", "--cp", "2", "--ep", "8",
+                           "--global-batch", "256", "--distributed-optimizer", "--json")
+    assert code == 0
+    p = json.loads(out)
+    assert (p["layout"]["cp"], p["layout"]["ep"], p["dp"]) == (2, 8, 8)
+    assert round(p["params_total"] / 1e9, 1) == 46.7 and round(p["params_active"] / 1e9, 1) == 12.9
+    assert {"cp_comm_in_compute", "ep_comm_in_compute"} <= set(p["time_breakdown_s"])
+    code, text, _ = run_cli(capsys, *MIXTRAL_FLAGS, "--gpus", "64", "--pp", "4", "--cp", "2", "--ep", "8",
+                            "--global-batch", "256", "--distributed-optimizer", "--no-cp-overlap")
+    assert code == 0
+    assert "tp 1 x cp 2 x pp 4 x dp 8 (ep 8 inside dp)" in text and "12,879,925,248 active per token" in text
+    assert "2,048 tokens of each sequence per rank; ring K/V sends not overlapped" in text
+    code, text, _ = run_cli(capsys, "gpt-345m", "--gpus", "8")
+    assert " cp " not in text and "active" not in text and "cp_comm" not in text  # dense, cp 1: as before
+
+
+def test_search_shows_cp_and_ep_columns(capsys):
+    argv = ("gpt-345m", "--num-experts", "8", "--seq-length", "8192", "--gpus", "8", "--gpu", "h100",
+            "--global-batch", "16", "--search", "--top", "40")
+    code, out, _ = run_cli(capsys, *argv, "--cp", "1,2,4", "--ep", "1,2,8")
+    assert code == 0
+    head, *rows = [line.split() for line in out.splitlines() if line.strip()]
+    assert head[:7] == ["rank", "tp", "pp", "vpp", "cp", "ep", "dp"]
+    assert {r[4] for r in rows} == {"1", "2", "4"} and {r[5] for r in rows} >= {"1", "2", "8"}
+    code, out, _ = run_cli(capsys, "gpt-345m", "--gpus", "16", "--global-batch", "32", "--search", "--top", "3")
+    assert out.split()[:5] == ["rank", "tp", "pp", "vpp", "dp"]  # no cp / ep columns unless in play
+
+
+@pytest.mark.parametrize("argv,message", [
+    (("gpt-345m", "--gpus", "8", "--cp", "1,2"), "--cp 1,2 lists several sizes; give one, or add --search"),
+    (("gpt-345m", "--gpus", "12", "--cp", "3"), "seq_length 1024 is not divisible by 2 x cp = 6"),
+    (("gpt-345m", "--gpus", "8", "--num-experts", "8", "--ep", "3"), "ep 3 does not divide num_experts 8"),
+    (("gpt-345m", "--gpus", "8", "--num-experts", "2", "--top-k", "3"), "top_k 3 is larger than num_experts 2"),
+    (("gpt-345m", "--gpus", "8", "--top-k", "2"), "--top-k needs --num-experts"),
+    (("gpt-345m", "--gpus", "8", "--ep", "2"), "ep 2 needs a mixture-of-experts model"),
+    (("gpt-345m", "--gpus", "8", "--cp", "2", "--dry-run"), "--dry-run builds dense layouts without context"),
+])
+def test_bad_cp_ep_input_gives_one_clear_error(capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("megazoo plan: error: ") and message in err and err.count("\n") == 1
+
+
+def test_bad_degree_list_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        run_cli(capsys, "gpt-345m", "--gpus", "8", "--cp", "1,0")
+    assert exc.value.code == 2 and "--cp" in capsys.readouterr().err

@@ -1,7 +1,8 @@
 """`megazoo plan MODEL --gpus N --gpu a100-80gb ...`: memory, step time and MFU of a layout.
 
 MODEL is a model card (`megazoo zoo list`) or a card YAML path; --num-layers, --hidden-size, ...
-override the card's sizes. `--search` ranks every feasible layout; `--dry-run` builds the real
+override the card's sizes, and --num-experts (--top-k, --moe-every, ...) makes it a mixture of
+experts. --cp and --ep set context and expert parallelism (with --search, lists to try: --cp 1,2,4). `--search` ranks every feasible layout; `--dry-run` builds the real
 megazoo model of one rank on the meta device under torch's fake process group and checks its
 parameters against the planner's. `megazoo plan --validate` prints the validation table (published
 scaling results against the planner) with, for each row, the command that reproduces it: every
@@ -22,6 +23,11 @@ from megazoo.core.plan.flops import FLOPS_CONVENTIONS as FLOPS_CONVENTION_HELP
 GIB = float(2**30)
 
 
+def degrees(text: str) -> tuple[int, ...]:
+    """A parallel degree or a comma-separated list of them ("1,2,4"; a list is for --search)."""
+    return tuple(positive_int(part) for part in text.split(","))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", nargs="?", help="model card name (see `megazoo zoo list`) or a card YAML path")
     parser.add_argument("--gpus", type=positive_int, default=None, help="number of GPUs (required unless --validate)")
@@ -29,6 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel size")
     parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel size")
     parser.add_argument("--vpp", type=positive_int, default=1, help="model chunks per pipeline rank (interleaved schedule)")
+    parser.add_argument("--cp", type=degrees, default=(1,),
+                        help="context-parallel size (the sequence split over cp ranks, ring attention); with "
+                             "--search a list to try, e.g. 1,2,4")
+    parser.add_argument("--ep", type=degrees, default=(1,),
+                        help="expert-parallel size (MoE experts split over ep of the data-parallel ranks); with "
+                             "--search a list to try, e.g. 1,2,8")
+    parser.add_argument("--no-cp-overlap", dest="cp_overlap", action="store_false",
+                        help="the ring's K/V sends do not overlap the attention compute (default: they do)")
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="sequences per micro-batch")
     parser.add_argument("--global-batch", type=positive_int, default=None, help="sequences per step (default: dp x micro-batch)")
     parser.add_argument("--seq-length", type=positive_int, default=None, help="tokens per sequence (default: the card's)")
@@ -57,6 +71,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         ("num-heads", "attention heads"), ("num-kv-heads", "key/value heads (default: --num-heads)"),
                         ("ffn-hidden-size", "MLP hidden size"), ("vocab-size", "vocabulary size (padded as Megatron pads it)")):
         parser.add_argument(f"--{flag}", type=positive_int, default=None, help=f"{help_}, over the card's")
+    # mixture of experts over the card's dense model (model.moe.*)
+    parser.add_argument("--num-experts", type=positive_int, default=None,
+                        help="experts per MoE layer (makes the card's model a mixture of experts)")
+    parser.add_argument("--top-k", type=positive_int, default=None, help="experts per token (default 2 with --num-experts)")
+    parser.add_argument("--moe-every", type=positive_int, default=None, help="every N-th layer is an MoE layer (default 1)")
+    parser.add_argument("--moe-ffn-hidden-size", type=positive_int, default=None,
+                        help="an expert's MLP hidden size (default: the model's)")
+    parser.add_argument("--capacity-factor", type=positive_float, default=None,
+                        help="expert capacity factor (tokens beyond it are dropped; default: dropless)")
     parser.add_argument("--untie-embeddings", dest="tie_embeddings", action="store_false", default=None,
                         help="a separate output layer (over the card's tie_embeddings)")
     parser.add_argument("--tie-embeddings", dest="tie_embeddings", action="store_true")
@@ -73,7 +96,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def build_layout(args: argparse.Namespace):
     from megazoo.core.plan.shapes import Layout
 
-    return Layout(gpus=args.gpus, tp=args.tp, pp=args.pp, vpp=args.vpp, micro_batch=args.micro_batch,
+    return Layout(gpus=args.gpus, tp=args.tp, pp=args.pp, vpp=args.vpp, cp=args.cp[0], ep=args.ep[0],
+                  cp_overlap=args.cp_overlap, micro_batch=args.micro_batch,
                   global_batch=args.global_batch, seq_length=args.seq_length, sp=args.sp, recompute=args.recompute,
                   distributed_optimizer=args.distributed_optimizer, precision=args.precision,
                   gpus_per_node=args.gpus_per_node, nvlink_gb_s=args.nvlink_gb_s, network_gb_s=args.network_gb_s,
@@ -84,6 +108,9 @@ def build_layout(args: argparse.Namespace):
 
 SHAPE_FLAGS = ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size",
                "tie_embeddings")
+# flag (argparse name) -> ModelShape field of the mixture-of-experts settings
+MOE_FLAGS = {"num_experts": "num_experts", "top_k": "top_k", "moe_every": "moe_every",
+             "moe_ffn_hidden_size": "moe_ffn_hidden_size", "capacity_factor": "capacity_factor"}
 
 
 def build_shape(card: dict, args: argparse.Namespace):
@@ -92,10 +119,17 @@ def build_shape(card: dict, args: argparse.Namespace):
 
     from megazoo.zoo.cards import card_shape
 
+    from megazoo.core.plan.shapes import PlanError
+
     shape = card_shape(card)
     changes = {k: getattr(args, k) for k in SHAPE_FLAGS if getattr(args, k, None) is not None}
     if "num_heads" in changes and "num_kv_heads" not in changes and shape.kv_heads == shape.num_heads:
         changes["num_kv_heads"] = changes["num_heads"]
+    moe = {field: getattr(args, flag) for flag, field in MOE_FLAGS.items() if getattr(args, flag, None) is not None}
+    if moe and "num_experts" not in moe:
+        raise PlanError("--" + next(iter(moe)).replace("_", "-") + " needs --num-experts (a mixture-of-experts model)")
+    if moe:
+        changes.update({"top_k": min(2, moe["num_experts"]), **moe})
     if not changes:
         return shape
     shape = replace(shape, **changes, name=f"{shape.name} (" + ", ".join(f"{k}={v}" for k, v in changes.items()) + ")")
@@ -177,12 +211,18 @@ def dry_run(card: dict, layout, stages: list[int] | None = None) -> list[dict]:
 # -------------------------------------------------------------------------------------------- output
 def print_plan(p) -> None:
     lay = p.layout
-    print(f"{p.model} on {lay['gpus']} x {p.gpu}: tp {lay['tp']} x pp {lay['pp']}"
-          + (f" (vpp {lay['vpp']})" if lay["vpp"] > 1 else "") + f" x dp {p.dp}; micro-batch {lay['micro_batch']}, "
+    cp = f" x cp {lay['cp']}" if lay["cp"] > 1 else ""
+    ep = f" (ep {lay['ep']} inside dp)" if lay["ep"] > 1 else ""
+    print(f"{p.model} on {lay['gpus']} x {p.gpu}: tp {lay['tp']}{cp} x pp {lay['pp']}"
+          + (f" (vpp {lay['vpp']})" if lay["vpp"] > 1 else "") + f" x dp {p.dp}{ep}; micro-batch {lay['micro_batch']}, "
           f"global batch {lay['global_batch']} ({p.num_micro_batches} micro-batches per replica), seq {lay['seq_length']}; "
           f"sp {'on' if lay['sp'] else 'off'}, recompute {lay['recompute']}, "
           f"distributed optimizer {'on' if lay['distributed_optimizer'] else 'off'}, {lay['precision']}")
-    print(f"parameters: {p.params_total:,} in all, {p.params_per_gpu:,} on the largest GPU")
+    active = f", {p.params_active:,} active per token" if p.params_active != p.params_total else ""
+    print(f"parameters: {p.params_total:,} in all{active}, {p.params_per_gpu:,} on the largest GPU")
+    if lay["cp"] > 1:
+        print(f"context parallelism: {lay['seq_length'] // lay['cp']:,} tokens of each sequence per rank; ring K/V "
+              f"sends {'overlapped with' if lay['cp_overlap'] else 'not overlapped with'} the attention compute")
     mem = p.memory_breakdown_gb
     print(f"memory per GPU: {p.memory_gb_per_gpu:.1f} GiB of {p.gpu_memory_gb:.0f} GiB -> "
           f"{'fits' if p.fits else 'DOES NOT FIT'} (" + ", ".join(f"{k} {v:.1f}" for k, v in mem.items()) + ")")
@@ -201,6 +241,7 @@ def print_plan(p) -> None:
 
 # ------------------------------------------------------------------------------------------ validate
 VALIDATION_BASE_CARD = "gpt-345m"  # a plain GPT card; a row's sizes go over it as flags (MT-NLG has its own)
+LLAMA_BASE_CARD = "smollm2-135m"  # the Llama layout (RoPE, RMSNorm, SwiGLU, no biases, no dropout) for llama rows
 
 
 def row_command(row) -> list[str]:
@@ -212,7 +253,8 @@ def row_command(row) -> list[str]:
     from megazoo.core.plan.params import padded_vocab
 
     s, lay = row.shape, row.layout
-    card = "mt-nlg-530b" if row.source.startswith("MT-NLG") else VALIDATION_BASE_CARD
+    card = "mt-nlg-530b" if row.source.startswith("MT-NLG") else LLAMA_BASE_CARD if s.arch == "llama" \
+        else VALIDATION_BASE_CARD
     argv = [card]
     base = card_shape(card)
     for name in SHAPE_FLAGS[:-1]:
@@ -225,9 +267,15 @@ def row_command(row) -> list[str]:
             argv += [f"--{name.replace('_', '-')}", str(value)]
     if s.tie_embeddings != base.tie_embeddings:
         argv.append("--tie-embeddings" if s.tie_embeddings else "--untie-embeddings")
+    if s.moe:
+        for flag, field in MOE_FLAGS.items():
+            value = getattr(s, field)
+            if field == "num_experts" or value != getattr(base, field):
+                argv += [f"--{flag.replace('_', '-')}", str(value)]
     seq = lay.seq_length or s.seq_length
     argv += (["--seq-length", str(seq)] if seq != base.seq_length else []) + ["--gpus", str(lay.gpus), "--gpu", row.gpu,
              "--tp", str(lay.tp), "--pp", str(lay.pp)] + (["--vpp", str(lay.vpp)] if lay.vpp > 1 else [])
+    argv += (["--cp", str(lay.cp)] if lay.cp > 1 else []) + (["--ep", str(lay.ep)] if lay.ep > 1 else [])
     argv += ["--micro-batch", str(lay.micro_batch), "--global-batch", str(lay.batch), "--recompute", lay.recompute]
     if lay.precision != "bf16":
         argv += ["--precision", lay.precision]
@@ -255,6 +303,7 @@ def print_validation(as_json: bool) -> None:
     for r in table:
         lay = f"{r['tp']} x {r['pp']} x {r['dp']}" + (f" ({r['vpp']}{'*' if r['interleave_assumed'] else ''})"
                                                        if r["vpp"] > 1 else "")
+        lay += (f" cp{r['cp']}" if r["cp"] > 1 else "") + (f" ep{r['ep']}" if r["ep"] > 1 else "")
         step = f"{r['predicted_step_s']:.3g}" + (f" ({r['published_step_s']:g})" if r["published_step_s"] else "")
         print(f"{r['source']:<30} {r['label']:<22} {lay:<18} {r['convention']:<12} {r['published_tflops']:>9.1f} "
               f"{r['predicted_tflops']:>9.1f} {r['residual']:>+8.1%} {step:>19} {r['memory_gb']:>5.0f}")
@@ -279,14 +328,15 @@ def plot(path: str, plans: list, title: str) -> None:
         ax1.axhline(p.gpu_memory_gb, color="red", linestyle="--", label=f"{p.gpu} memory")
         ax1.set_ylabel("GiB per GPU")
         ax1.legend()
-        tb = {k: v for k, v in p.time_breakdown_s.items() if k != "tp_comm_in_compute"}
+        tb = {k: v for k, v in p.time_breakdown_s.items() if not k.endswith("_in_compute")}
         ax2.bar(list(tb), list(tb.values()), color="tab:orange")
         ax2.set_ylabel("seconds per step")
         for ax in (ax1, ax2):
             ax.tick_params(axis="x", rotation=30)
     else:
         labels = [f"tp{p.layout['tp']} pp{p.layout['pp']}" + (f" v{p.layout['vpp']}" if p.layout["vpp"] > 1 else "")
-                  for p in plans]
+                  + (f" cp{p.layout['cp']}" if p.layout["cp"] > 1 else "")
+                  + (f" ep{p.layout['ep']}" if p.layout["ep"] > 1 else "") for p in plans]
         ax1.barh(labels[::-1], [p.tflops_per_gpu for p in plans][::-1], color="tab:green")
         ax1.set_xlabel("predicted model TFLOP/s per GPU")
         ax2.barh(labels[::-1], [p.memory_gb_per_gpu for p in plans][::-1], color="tab:blue")
@@ -323,13 +373,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.model is None or args.gpus is None:
             raise PlanError("give a MODEL and --gpus N (or --validate for the validation table)")
+        for flag in ("cp", "ep"):
+            if len(getattr(args, flag)) > 1 and not args.search:
+                raise PlanError(f"--{flag} {','.join(map(str, getattr(args, flag)))} lists several sizes; give one, "
+                                "or add --search to rank them")
         if args.plot:
             check_plot_path(args.plot)
         card = load_card(args.model)
         shape = build_shape(card, args)
         layout = build_layout(args)
         if args.search:
-            plans = search(shape, layout, args.gpu, flops_convention=args.flops_convention)
+            plans = search(shape, layout, args.gpu, flops_convention=args.flops_convention, cps=args.cp, eps=args.ep)
             if not plans:
                 raise PlanError(f"no layout of {args.gpus} GPUs fits {card['name']} on {args.gpu}; add GPUs, "
                                 "or a larger global batch that more data-parallel replicas can share")
@@ -337,19 +391,24 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps([p.to_dict() for p in plans], indent=1))
             else:
-                print(f"{'rank':>4} {'tp':>3} {'pp':>4} {'vpp':>3} {'dp':>5} {'mb':>3} {'recompute':>9} {'dist-opt':>8} "
+                wide = args.cp != (1,) or args.ep != (1,) or shape.moe  # cp / ep columns when they are in play
+                extra = f" {'cp':>3} {'ep':>3}" if wide else ""
+                print(f"{'rank':>4} {'tp':>3} {'pp':>4} {'vpp':>3}{extra} {'dp':>5} {'mb':>3} {'recompute':>9} {'dist-opt':>8} "
                       f"{'GiB':>6} {'step s':>8} {'tokens/s':>10} {'TFLOP/s':>8} {'MFU':>6}   (TFLOP/s: {args.flops_convention} FLOPs)")
                 for i, p in enumerate(plans, 1):
                     lay = p.layout
-                    print(f"{i:>4} {lay['tp']:>3} {lay['pp']:>4} {lay['vpp']:>3} {p.dp:>5} {lay['micro_batch']:>3} "
+                    extra = f" {lay['cp']:>3} {lay['ep']:>3}" if wide else ""
+                    print(f"{i:>4} {lay['tp']:>3} {lay['pp']:>4} {lay['vpp']:>3}{extra} {p.dp:>5} {lay['micro_batch']:>3} "
                           f"{lay['recompute']:>9} {'on' if lay['distributed_optimizer'] else 'off':>8} "
                           f"{p.memory_gb_per_gpu:>6.1f} {p.step_time_s:>8.3g} {p.tokens_per_s:>10.4g} {p.tflops_per_gpu:>8.1f} {p.mfu:>6.1%}")
             if args.plot:
                 plot(args.plot, plans, f"{card['name']} on {args.gpus} x {args.gpu}: best layouts")
             return 0
-        if args.dry_run and any(getattr(args, k, None) is not None for k in SHAPE_FLAGS):
+        if args.dry_run and any(getattr(args, k, None) is not None for k in (*SHAPE_FLAGS, *MOE_FLAGS)):
             raise PlanError("--dry-run builds the card's own model: drop the size flags (--num-layers, ...) or "
                             "write a card YAML with those sizes")
+        if args.dry_run and (layout.cp > 1 or layout.ep > 1):
+            raise PlanError("--dry-run builds dense layouts without context or expert parallelism; use --cp 1 --ep 1")
         result = plan(shape, layout, args.gpu, flops_convention=args.flops_convention)
         checks = dry_run(card, layout) if args.dry_run else None
     except (PlanError, CardError) as e:

@@ -6,13 +6,14 @@ name from the table in `hardware`. `plan` evaluates one layout, `search` ranks t
 
 from megazoo.core.plan.flops import flops_per_token, model_flops, narayanan_flops
 from megazoo.core.plan.hardware import DEFAULT_EFFICIENCY, GPUS, get_gpu
-from megazoo.core.plan.params import check_layout, padded_vocab, stage_params, stage_shapes, total_params
+from megazoo.core.plan.params import (active_params, check_layout, padded_vocab, stage_params, stage_shapes,
+                                      total_params)
 from megazoo.core.plan.planner import Plan, plan
 from megazoo.core.plan.search import search
 from megazoo.core.plan.shapes import GPU, Efficiency, Layout, ModelShape, PlanError
 
 __all__ = [
-    "DEFAULT_EFFICIENCY", "GPU", "GPUS", "Efficiency", "Layout", "ModelShape", "Plan", "PlanError",
+    "DEFAULT_EFFICIENCY", "GPU", "GPUS", "active_params", "Efficiency", "Layout", "ModelShape", "Plan", "PlanError",
     "check_layout", "flops_per_token", "get_gpu", "model_flops", "narayanan_flops", "padded_vocab", "plan",
     "search", "stage_params", "stage_shapes", "total_params",
 ]

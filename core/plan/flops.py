@@ -20,7 +20,10 @@ def model_flops(shape: ModelShape, batch: int, seq: int | None = None, tp: int =
     fine-tuned task model) counts neither that nor the vocabulary projection (the small task heads
     are not counted). T5: the encoder runs over s tokens; the decoder (causal self-attention,
     cross-attention, MLP) and the output layer over the target length (decoder_seq_length); the
-    cross-attention K/V projections read the encoder output, so they run over s tokens."""
+    cross-attention K/V projections read the encoder output, so they run over s tokens.
+
+    An MoE layer runs top_k expert MLPs per token (6*h*f_e*E*top_k) and its router (6*h*num_experts)
+    in place of the MLP: the active FLOPs (capacity-factor drops are not subtracted)."""
     s = seq or shape.seq_length
     h, f, q, k = shape.hidden_size, shape.ffn_hidden_size, shape.q_size, shape.kv_size
     e = 3 if shape.gated else 2
@@ -33,7 +36,9 @@ def model_flops(shape: ModelShape, batch: int, seq: int | None = None, tp: int =
     if shape.arch == "bert" and shape.lm_head:  # the masked-LM head's dense transform
         head += 6 * h * h
     if shape.arch != "t5":
-        return float(batch * s * (layer * n + head) + attn_coeff * q * batch * s * s * n)
+        n_moe = shape.num_moe_layers
+        moe_extra = n_moe * (6 * h * shape.expert_ffn * e * shape.top_k + 6 * h * shape.num_experts - 6 * h * f * e)
+        return float(batch * s * (layer * n + moe_extra + head) + attn_coeff * q * batch * s * s * n)
     sd = shape.decoder_seq_length or s
     d = shape.num_decoder_layers
     encoder = s * layer * n + attn_coeff * q * s * s * n
@@ -50,7 +55,8 @@ def flops_per_token(shape: ModelShape, seq: int | None = None) -> float:
 
 def narayanan_flops(shape: ModelShape, batch: int, seq: int | None = None, vocab: int | None = None) -> float:
     """Narayanan et al. 2021, eq. 3: 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)); counts the extra forward
-    pass of full recompute and the attention core in full. Their tables (and MT-NLG's) use it."""
+    pass of full recompute and the attention core in full. Their tables (and MT-NLG's) use it. Dense
+    models only: an MoE shape is counted as its dense model."""
     s = seq or shape.seq_length
     h, n = shape.hidden_size, shape.num_layers
     v = vocab or shape.vocab_size
@@ -59,13 +65,16 @@ def narayanan_flops(shape: ModelShape, batch: int, seq: int | None = None, vocab
 
 def megatron_2024_flops(shape: ModelShape, batch: int, seq: int | None = None, vocab: int | None = None) -> float:
     """Megatron-LM's 2024 model-FLOPs count (no recompute, attention core counted in full):
-    the DESIGN.md formula with c = 12; the H100 weak-scaling table reports it."""
+    the DESIGN.md formula with c = 12; the H100 weak-scaling table reports it. MoE layers count
+    top_k expert MLPs and no router (`num_experts_routed_to` of Megatron-LM's count), the convention
+    of the Megatron-Core MoE README's Mixtral figure."""
     v = vocab or shape.vocab_size
     s = seq or shape.seq_length
     h, f, q, k = shape.hidden_size, shape.ffn_hidden_size, shape.q_size, shape.kv_size
     e = 3 if shape.gated else 2
-    n = shape.num_layers
-    return float(batch * s * ((6 * h * f * e + 6 * (h * (q + 2 * k) + q * h)) * n + 6 * h * v)
+    n, n_moe = shape.num_layers, shape.num_moe_layers
+    mlp = 6 * h * f * e * (n - n_moe) + 6 * h * shape.expert_ffn * e * shape.top_k * n_moe
+    return float(batch * s * (6 * (h * (q + 2 * k) + q * h) * n + mlp + 6 * h * v)
                  + 12 * q * batch * s * s * n)
 
 

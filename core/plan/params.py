@@ -33,13 +33,14 @@ def shape_vocab(shape: ModelShape, tp: int) -> int:
 def check_layout(shape: ModelShape, layout: Layout) -> None:
     """Raise PlanError when the layout does not divide the model or the GPUs."""
     shape.validate()
-    for name in ("gpus", "tp", "pp", "vpp", "micro_batch"):
+    for name in ("gpus", "tp", "pp", "vpp", "cp", "ep", "micro_batch"):
         value = getattr(layout, name)
         if not isinstance(value, int) or value < 1:
             raise PlanError(f"{name} must be a positive integer, got {value!r}")
-    t, p = layout.tp, layout.pp
-    if layout.gpus % (t * p):
-        raise PlanError(f"{layout.gpus} GPUs are not divisible by tp x pp = {t} x {p} = {t * p}; "
+    t, p, c = layout.tp, layout.pp, layout.cp
+    if layout.gpus % (t * c * p):
+        what = f"tp x pp = {t} x {p}" if c == 1 else f"tp x cp x pp = {t} x {c} x {p}"
+        raise PlanError(f"{layout.gpus} GPUs are not divisible by {what} = {t * c * p}; "
                         "choose degrees whose product divides the number of GPUs")
     if shape.num_heads % t:
         raise PlanError(f"num_heads {shape.num_heads} is not divisible by tp {t}")
@@ -47,6 +48,19 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
         raise PlanError(f"num_kv_heads {shape.kv_heads} is not divisible by tp {t}")
     if shape.ffn_hidden_size % t:
         raise PlanError(f"ffn_hidden_size {shape.ffn_hidden_size} is not divisible by tp {t}")
+    if shape.moe and shape.expert_ffn % t:
+        raise PlanError(f"the experts' ffn_hidden_size {shape.expert_ffn} is not divisible by tp {t}")
+    if c > 1 and shape.arch == "t5":
+        raise PlanError("context parallelism for T5 is not supported; use cp=1")
+    if layout.ep > 1 and not shape.moe:
+        raise PlanError(f"ep {layout.ep} needs a mixture-of-experts model (num_experts > 0); use ep=1")
+    if shape.moe and shape.num_experts % layout.ep:
+        raise PlanError(f"ep {layout.ep} does not divide num_experts {shape.num_experts}; every expert-parallel "
+                        "rank holds the same number of experts")
+    if layout.dp % layout.ep:
+        raise PlanError(f"ep {layout.ep} does not divide the data-parallel size {layout.dp} (GPUs {layout.gpus} = "
+                        f"tp {t} x cp {c} x pp {p} x dp {layout.dp}): expert parallelism is carved out of the "
+                        "data-parallel ranks")
     if shape.arch == "t5" and p > 1:
         raise PlanError("pipeline parallelism for T5 is not supported (as in Megatron-LM); use pp=1")
     if layout.vpp > 1 and p == 1:
@@ -58,8 +72,12 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
     if layout.sequence_parallel and t == 1:
         raise PlanError("sequence parallelism needs tp > 1")
     seq = layout.seq_length or shape.seq_length
-    if layout.sequence_parallel and seq % t:
-        raise PlanError(f"seq_length {seq} is not divisible by tp {t} (sequence parallelism splits it)")
+    if c > 1 and seq % (2 * c):
+        raise PlanError(f"seq_length {seq} is not divisible by 2 x cp = {2 * c} (context parallelism splits the "
+                        "sequence into 2 x cp chunks, an early and a late one per rank)")
+    if layout.sequence_parallel and (seq // c) % t:
+        local = f"seq_length {seq}" if c == 1 else f"the {seq // c} tokens per cp rank"
+        raise PlanError(f"{local} is not divisible by tp {t} (sequence parallelism splits it)")
     if layout.recompute not in ("none", "selective", "full"):
         raise PlanError(f"recompute must be none, selective or full, got {layout.recompute!r}")
     if layout.precision not in ("bf16", "fp16", "fp32"):
@@ -92,9 +110,10 @@ def attention_shapes(shape: ModelShape, tp: int, cross: bool = False) -> list[tu
     return out
 
 
-def mlp_shapes(shape: ModelShape, tp: int) -> list[tuple[int, ...]]:
-    """fc1 (and, for SwiGLU, a separate gate of the same shape), both column-parallel; fc2 row-parallel."""
-    h, f = shape.hidden_size, shape.ffn_hidden_size
+def mlp_shapes(shape: ModelShape, tp: int, ffn: int | None = None) -> list[tuple[int, ...]]:
+    """fc1 (and, for SwiGLU, a separate gate of the same shape), both column-parallel; fc2 row-parallel.
+    ffn: the hidden size (an expert's; None: the model's)."""
+    h, f = shape.hidden_size, ffn or shape.ffn_hidden_size
     column: list[tuple[int, ...]] = [(f // tp, h)] + ([(f // tp,)] if shape.bias else [])
     out = column * (2 if shape.gated else 1)
     out.append((h, f // tp))
@@ -103,13 +122,36 @@ def mlp_shapes(shape: ModelShape, tp: int) -> list[tuple[int, ...]]:
     return out
 
 
-def layer_shapes(shape: ModelShape, tp: int, decoder: bool = False) -> list[tuple[int, ...]]:
-    """One transformer layer on one tp rank (a T5 decoder layer adds cross-attention)."""
+def router_shapes(shape: ModelShape) -> list[tuple[int, ...]]:
+    """The router of an MoE layer: one num_experts x h weight, no bias, replicated on every rank."""
+    return [(shape.num_experts, shape.hidden_size)]
+
+
+def expert_shapes(shape: ModelShape, tp: int, ep: int = 1) -> list[tuple[int, ...]]:
+    """The expert MLPs one rank holds in one MoE layer: num_experts / ep of them, each split over tp
+    like the dense MLP, stacked as core/nn/moe/experts.py registers them (fc1 [e, f/tp, h], the gate,
+    fc2 [e, h, f/tp], then the biases); ep 0: none. These are the expert parameters (reduced over the
+    expert-dp ranks)."""
+    if not ep:
+        return []
+    e, f, h = shape.num_experts // ep, shape.expert_ffn // tp, shape.hidden_size
+    gates = 2 if shape.gated else 1
+    out: list[tuple[int, ...]] = [(e, f, h)] * gates + [(e, h, f)]
+    if shape.bias:
+        out += [(e, f)] * gates + [(e, h)]
+    return out
+
+
+def layer_shapes(shape: ModelShape, tp: int, decoder: bool = False, moe: bool = False,
+                 ep: int = 1) -> list[tuple[int, ...]]:
+    """One transformer layer on one tp rank (a T5 decoder layer adds cross-attention; an MoE layer
+    has a router and num_experts / ep experts instead of the MLP; ep 0 leaves the experts out)."""
     h = shape.hidden_size
     out = _norm(shape, h) + attention_shapes(shape, tp)
     if decoder:
         out += _norm(shape, h) + attention_shapes(shape, tp, cross=True)
-    return out + _norm(shape, h) + mlp_shapes(shape, tp) + adapter_shapes(shape, tp)
+    mlp = router_shapes(shape) + expert_shapes(shape, tp, ep) if moe else mlp_shapes(shape, tp)
+    return out + _norm(shape, h) + mlp + adapter_shapes(shape, tp)
 
 
 def adapter_shapes(shape: ModelShape, tp: int) -> list[tuple[int, ...]]:
@@ -162,8 +204,13 @@ def stage_layers(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[in
     return [((c * p + stage) * per_chunk, (c * p + stage + 1) * per_chunk) for c in range(v)]
 
 
-def stage_shapes(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[int, ...]]:
-    """Every parameter shape held by one tp rank of pipeline rank `stage`."""
+def stage_shapes(shape: ModelShape, layout: Layout, stage: int, experts: bool | None = None) -> list[tuple[int, ...]]:
+    """Every parameter shape held by one tp rank of pipeline rank `stage`, in model order. experts:
+    None, all of them; True, only the expert MLPs' (their own gradient buffer, reduced over the
+    expert-dp ranks); False, all but those."""
+    if experts:
+        return [s for a, b in stage_layers(shape, layout, stage) for i in range(a, b) if shape.is_moe_layer(i)
+                for s in expert_shapes(shape, layout.tp, layout.ep)]
     t, p = layout.tp, layout.pp
     seq = layout.seq_length or shape.seq_length
     out: list[tuple[int, ...]] = []
@@ -171,8 +218,11 @@ def stage_shapes(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[in
         out += embedding_shapes(shape, t, seq)
         if shape.position == "relative":
             out.append((shape.relative_buckets, shape.num_heads // t))
-    n_layers = sum(b - a for a, b in stage_layers(shape, layout, stage))
-    out += layer_shapes(shape, t) * n_layers
+    if not shape.moe:
+        out += layer_shapes(shape, t) * sum(b - a for a, b in stage_layers(shape, layout, stage))
+    for start, stop in stage_layers(shape, layout, stage) if shape.moe else ():
+        for i in range(start, stop):
+            out += layer_shapes(shape, t, moe=shape.is_moe_layer(i), ep=0 if experts is False else layout.ep)
     if shape.arch == "t5":
         out += layer_shapes(shape, t, decoder=True) * shape.num_decoder_layers
         out.append((shape.relative_buckets, shape.num_heads // t))
@@ -194,13 +244,34 @@ def stage_params(shape: ModelShape, layout: Layout, stage: int) -> int:
         if shape.position == "relative":
             total += shape.relative_buckets * (shape.num_heads // t)
     n_layers = sum(b - a for a, b in stage_layers(shape, layout, stage))
-    total += n_layers * _count(layer_shapes(shape, t))
+    n_moe = stage_moe_layers(shape, layout, stage)
+    total += (n_layers - n_moe) * _count(layer_shapes(shape, t))
+    total += n_moe * _count(layer_shapes(shape, t, moe=True, ep=layout.ep)) if n_moe else 0
     if shape.arch == "t5":
         total += shape.num_decoder_layers * _count(layer_shapes(shape, t, decoder=True))
         total += shape.relative_buckets * (shape.num_heads // t)
     if stage == p - 1:
         total += _count(head_shapes(shape, t, p))
     return total
+
+
+def stage_moe_layers(shape: ModelShape, layout: Layout, stage: int) -> int:
+    """MoE layers held by pipeline rank `stage` (over all its model chunks)."""
+    return sum(shape.is_moe_layer(i) for a, b in stage_layers(shape, layout, stage) for i in range(a, b))
+
+
+def stage_expert_params(shape: ModelShape, layout: Layout, stage: int) -> int:
+    """Expert parameters (part of stage_params) held by one rank of pipeline rank `stage`: its
+    num_experts / ep experts of each MoE layer, split over tp."""
+    n_moe = stage_moe_layers(shape, layout, stage)
+    return n_moe * _count(expert_shapes(shape, layout.tp, layout.ep)) if n_moe else 0
+
+
+def active_params(shape: ModelShape, tp: int = 1) -> int:
+    """Parameters one token runs through: total_params with top_k experts of each MoE layer in
+    place of all num_experts (the router counts in full)."""
+    unused = shape.num_moe_layers * (shape.num_experts - shape.top_k) * _count(mlp_shapes(shape, 1, shape.expert_ffn))
+    return total_params(shape, tp) - unused
 
 
 def total_params(shape: ModelShape, tp: int = 1) -> int:

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from megazoo.core.plan.flops import convention_flops, model_flops
 from megazoo.core.plan.hardware import DEFAULT_EFFICIENCY, get_gpu
 from megazoo.core.plan.memory import GIB, StageMemory, stage_memory
-from megazoo.core.plan.params import check_layout, stage_params, total_params
+from megazoo.core.plan.params import active_params, check_layout, stage_params, total_params
 from megazoo.core.plan.shapes import GPU, Efficiency, Layout, ModelShape
 from megazoo.core.plan.timing import StepTime, step_time
 
@@ -38,6 +38,7 @@ class Plan:
     stages: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     flops_convention: str = "model"  # the convention of tflops_per_gpu (flops.FLOPS_CONVENTIONS)
+    params_active: int = 0  # parameters one token runs through (MoE: top_k experts); dense: params_total
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,7 +66,8 @@ def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
                         f"{g.name} has {g.memory_gib:.0f} GiB: does not fit")
     return Plan(
         model=shape.name or "model", gpu=g.name,
-        layout=dict(gpus=layout.gpus, tp=layout.tp, pp=layout.pp, vpp=layout.vpp, dp=layout.dp,
+        layout=dict(gpus=layout.gpus, tp=layout.tp, pp=layout.pp, vpp=layout.vpp, dp=layout.dp, cp=layout.cp,
+                    ep=layout.ep, cp_overlap=layout.cp_overlap,
                     micro_batch=layout.micro_batch, global_batch=layout.batch, seq_length=seq,
                     sp=layout.sequence_parallel, recompute=layout.recompute,
                     distributed_optimizer=layout.distributed_optimizer, precision=layout.precision,
@@ -78,8 +80,10 @@ def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
         memory_breakdown_gb={k: getattr(worst, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "overhead")},
         gpu_memory_gb=g.memory_gib, fits=worst.total <= g.memory_gib * GIB,
         flops_per_iteration=flops, step_time_s=step,
-        time_breakdown_s=dict(compute=t.compute, bubble=t.bubble, tp_comm_in_compute=t.tp_comm, pp_comm=t.pp_comm,
-                              dp_comm=t.dp_comm, optimizer=t.optimizer, other=t.other),
+        time_breakdown_s=dict(compute=t.compute, bubble=t.bubble, tp_comm_in_compute=t.tp_comm,
+                              **({"cp_comm_in_compute": t.cp_comm} if layout.cp > 1 else {}),
+                              **({"ep_comm_in_compute": t.ep_comm} if shape.moe else {}),
+                              pp_comm=t.pp_comm, dp_comm=t.dp_comm, optimizer=t.optimizer, other=t.other),
         tokens_per_s=layout.batch * seq / step,
         tflops_per_gpu=reported / step / layout.gpus / 1e12,
         hw_tflops_per_gpu=t.executed_flops_per_gpu / step / 1e12,
@@ -87,5 +91,5 @@ def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
         bubble_fraction=(layout.pp - 1) / (layout.vpp * layout.num_micro_batches),
         stages=[dict(stage=m.stage, params=m.params, memory_gb=m.total / GIB, activations_gb=m.activations / GIB,
                      inflight=m.inflight_micro_batches) for m in stages],
-        warnings=warnings, flops_convention=flops_convention,
+        warnings=warnings, flops_convention=flops_convention, params_active=active_params(shape),
     )

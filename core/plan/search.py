@@ -14,35 +14,48 @@ def divisors(n: int) -> list[int]:
 
 
 def candidate_layouts(shape: ModelShape, base: Layout, gpu: GPU, micro_batches=(1, 2, 4, 8),
-                      recomputes=("none", "selective", "full"), distributed=(False, True), max_vpp: int = 8):
-    """Every layout of `base.gpus` GPUs that divides the model; tp stays inside a node."""
+                      recomputes=("none", "selective", "full"), distributed=(False, True), max_vpp: int = 8,
+                      cps=(1,), eps=(1,)):
+    """Every layout of `base.gpus` GPUs that divides the model; tp stays inside a node. cps and eps
+    are the context- and expert-parallel degrees to try (those that divide the sequence, the GPUs,
+    the data-parallel ranks and the experts)."""
     per_node = base.gpus_per_node or gpu.gpus_per_node
     batch = base.global_batch
+    seq = base.seq_length or shape.seq_length
     for tp in divisors(per_node):
         if shape.num_heads % tp or shape.kv_heads % tp or shape.ffn_hidden_size % tp:
             continue
-        for pp in divisors(shape.num_layers):
-            if base.gpus % (tp * pp) or (shape.arch == "t5" and pp > 1):
+        for cp in cps:
+            if cp > 1 and (seq % (2 * cp) or shape.arch == "t5"):
                 continue
-            dp = base.gpus // (tp * pp)
-            vpps = [v for v in divisors(shape.num_layers // pp) if v <= max_vpp] if pp > 1 else [1]
-            for mb in micro_batches:
-                if batch is not None and batch % (dp * mb):
+            for pp in divisors(shape.num_layers):
+                if base.gpus % (tp * cp * pp) or (shape.arch == "t5" and pp > 1):
                     continue
-                for vpp in vpps:
-                    for rc in recomputes:
-                        for dist in distributed:
-                            if dist and dp == 1:
-                                continue
-                            yield replace(base, tp=tp, pp=pp, vpp=vpp, micro_batch=mb, recompute=rc,
-                                          distributed_optimizer=dist, sp=None if tp > 1 else False)
+                dp = base.gpus // (tp * cp * pp)
+                vpps = [v for v in divisors(shape.num_layers // pp) if v <= max_vpp] if pp > 1 else [1]
+                for ep in eps:
+                    if dp % ep or (ep > 1 and (not shape.moe or shape.num_experts % ep)):
+                        continue
+                    for mb in micro_batches:
+                        if batch is not None and batch % (dp * mb):
+                            continue
+                        for vpp in vpps:
+                            for rc in recomputes:
+                                for dist in distributed:
+                                    if dist and dp * cp == 1:
+                                        continue
+                                    yield replace(base, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, micro_batch=mb,
+                                                  recompute=rc, distributed_optimizer=dist,
+                                                  sp=None if tp > 1 else False)
 
 
 def search(shape: ModelShape, base: Layout, gpu: str | GPU = "a100-80gb", eff: Efficiency = DEFAULT_EFFICIENCY,
            per_layout: bool = True, flops_convention: str = "model", **choices) -> list[Plan]:
     """Plans of every feasible layout, highest predicted throughput (tokens/s) first. With
     per_layout, only the fastest setting (micro-batch, interleaving, recompute, optimizer sharding)
-    of each (tp, pp) is kept. Without a global batch, each layout runs one micro-batch per replica.
+    of each (tp, pp, cp, ep) is kept. Without a global batch, each layout runs one micro-batch per replica.
+    choices: candidate_layouts' lists, e.g. cps=(1, 2, 4), eps=(1, 8) to search context and expert
+    parallelism (only cp 1 and ep 1 by default).
     flops_convention only names how each plan's tflops_per_gpu is counted; it does not change the ranking."""
     g = get_gpu(gpu)
     plans: list[Plan] = []
@@ -56,7 +69,7 @@ def search(shape: ModelShape, base: Layout, gpu: str | GPU = "a100-80gb", eff: E
     plans.sort(key=lambda p: -p.tokens_per_s)
     if not per_layout:
         return plans
-    best: dict[tuple[int, int], Plan] = {}
+    best: dict[tuple[int, int, int, int], Plan] = {}
     for p in plans:
-        best.setdefault((p.layout["tp"], p.layout["pp"]), p)
+        best.setdefault((p.layout["tp"], p.layout["pp"], p.layout["cp"], p.layout["ep"]), p)
     return sorted(best.values(), key=lambda p: -p.tokens_per_s)

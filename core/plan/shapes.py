@@ -50,6 +50,38 @@ class ModelShape:
     pooler: bool = True  # bert: tanh dense on the first token
     binary_head: bool = True  # bert: the 2-way sentence-order head
     task_outputs: int = 0  # a fine-tuning head: one replicated dense layer to this many outputs
+    # Mixture of experts (core/nn/config.py MoEConfig): num_experts 0 is a dense model. An MoE layer
+    # (every `moe_every`-th: layers every-1, 2*every-1, ...) has a router (num_experts x h, no bias)
+    # and num_experts expert MLPs of moe_ffn_hidden_size (None: ffn_hidden_size) in place of its MLP;
+    # each token runs top_k of them. capacity_factor None is dropless.
+    num_experts: int = 0
+    top_k: int = 1
+    moe_every: int = 1
+    moe_ffn_hidden_size: int | None = None
+    capacity_factor: float | None = None
+
+    @property
+    def moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def expert_ffn(self) -> int:
+        """An expert MLP's hidden size."""
+        return self.moe_ffn_hidden_size or self.ffn_hidden_size
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Whether layer `layer` (0-based, global) has experts (MoEConfig.is_moe_layer)."""
+        return self.moe and (layer + 1) % self.moe_every == 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(self.is_moe_layer(i) for i in range(self.num_layers))
+
+    @property
+    def routed_share(self) -> float:
+        """Expert-MLP token passes per token of an MoE layer: top_k, capped by the capacity factor
+        (balanced routing assumed: a capacity factor >= 1 then drops nothing)."""
+        return self.top_k * min(1.0, self.capacity_factor or 1.0)
 
     @property
     def kv_heads(self) -> int:
@@ -100,15 +132,33 @@ class ModelShape:
                             "set kv_channels or choose sizes that divide")
         if self.num_heads % self.kv_heads:
             raise PlanError(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.kv_heads}")
+        if self.moe:
+            if self.arch not in ("gpt", "llama"):
+                raise PlanError(f"mixture of experts is planned for gpt and llama models, not {self.arch}")
+            for name in ("top_k", "moe_every"):
+                value = getattr(self, name)
+                if not isinstance(value, int) or value < 1:
+                    raise PlanError(f"model {name} must be a positive integer, got {value!r}")
+            if self.top_k > self.num_experts:
+                raise PlanError(f"top_k {self.top_k} is larger than num_experts {self.num_experts}; a token "
+                                "cannot go to more experts than there are")
+            if self.capacity_factor is not None and not self.capacity_factor > 0:
+                raise PlanError(f"capacity_factor must be > 0 (or unset for dropless), got {self.capacity_factor!r}")
+        elif self.num_experts < 0:
+            raise PlanError(f"num_experts must be >= 0 (0: a dense model), got {self.num_experts!r}")
 
 
 @dataclass(frozen=True)
 class Layout:
-    """How one training step is spread over GPUs. dp is derived: gpus = tp * pp * dp."""
+    """How one training step is spread over GPUs. dp is derived: gpus = tp * cp * pp * dp (rank order
+    tp, cp, dp, pp, as core/parallel/context.py); ep experts groups are carved out of dp."""
 
     gpus: int
     tp: int = 1
     pp: int = 1
+    cp: int = 1  # context parallelism: each rank holds s / cp tokens (2 chunks of s / (2 cp)), ring attention
+    ep: int = 1  # expert parallelism: each rank of an ep group holds num_experts / ep experts
+    cp_overlap: bool = True  # the ring's K/V sends run under the attention of the chunk in hand
     vpp: int = 1  # model chunks per pipeline rank (interleaved 1F1B when > 1)
     micro_batch: int = 1
     global_batch: int | None = None  # sequences per step; None: one micro-batch per replica
@@ -130,7 +180,17 @@ class Layout:
 
     @property
     def dp(self) -> int:
-        return self.gpus // (self.tp * self.pp)
+        return self.gpus // (self.tp * self.cp * self.pp)
+
+    @property
+    def dp_cp(self) -> int:
+        """Ranks a dense gradient is reduced over (the cp ranks see other tokens of the same samples)."""
+        return self.dp * self.cp
+
+    @property
+    def expert_dp(self) -> int:
+        """Ranks an expert's gradient is reduced over: dp * cp / ep."""
+        return self.dp * self.cp // self.ep
 
     @property
     def sequence_parallel(self) -> bool:

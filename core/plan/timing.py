@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from megazoo.core.plan.params import shape_vocab, stage_layers, stage_params
+from megazoo.core.plan.params import shape_vocab, stage_expert_params, stage_layers, stage_moe_layers, stage_params
 from megazoo.core.plan.shapes import GPU, Efficiency, Layout, ModelShape
 
 
@@ -27,6 +27,8 @@ class StepTime:
     optimizer: float
     other: float
     executed_flops_per_gpu: float  # FLOPs the GPU really runs, recompute included
+    cp_comm: float = 0.0  # exposed ring K/V (and dK/dV) sends of context parallelism (inside compute)
+    ep_comm: float = 0.0  # expert all-to-all dispatch and combine (inside compute)
 
     @property
     def total(self) -> float:
@@ -45,37 +47,58 @@ def _bytes_time(nbytes: float, gpu: GPU, eff: Efficiency) -> float:
     return nbytes / (gpu.hbm_gb_s * 1e9 * eff.hbm_fraction)
 
 
-def layer_forward(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
+def layer_forward(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency,
+                  moe: bool = False) -> tuple[float, float, float]:
     """(GEMM seconds, attention-core seconds, element-wise seconds) of one layer's forward pass for
-    one micro-batch on one GPU."""
-    s = layout.seq_length or shape.seq_length
+    one micro-batch on one GPU.
+
+    Context parallelism: the rank's s / cp queries meet all s keys over the ring; the load-balanced
+    split gives every rank 1/cp of the (causal) attention work. An MoE layer (moe=True) runs the
+    router GEMM and, in place of the MLP, num_experts / ep expert GEMMs (grouped) over the tokens
+    routed to this rank: balanced routing, top_k copies per token (capped by the capacity factor)
+    spread evenly over the experts."""
+    full = layout.seq_length or shape.seq_length
+    s = full // layout.cp
     b, h, t = layout.micro_batch, shape.hidden_size, layout.tp
     f, q, k, a, d = shape.ffn_hidden_size, shape.q_size, shape.kv_size, shape.num_heads, shape.head_dim
     tokens = b * s
-    width = (2 if shape.gated else 1) * f
-    gemm = (gemm_time(tokens, h, (q + 2 * k) / t, gpu, eff) + gemm_time(tokens, q / t, h, gpu, eff)
-            + gemm_time(tokens, h, width / t, gpu, eff) + gemm_time(tokens, f / t, h, gpu, eff))
+    gemm = gemm_time(tokens, h, (q + 2 * k) / t, gpu, eff) + gemm_time(tokens, q / t, h, gpu, eff)
+    extra_kernels = 0
+    routed = 1.0
+    if moe:
+        f, routed = shape.expert_ffn, shape.routed_share
+        local = shape.num_experts // layout.ep
+        per_expert = tokens * routed * layout.ep / shape.num_experts  # tokens each local expert runs
+        width = (2 if shape.gated else 1) * f
+        gemm += gemm_time(tokens, h, shape.num_experts, gpu, eff)  # the router
+        gemm += local * (gemm_time(per_expert, h, width / t, gpu, eff) + gemm_time(per_expert, f / t, h, gpu, eff))
+        extra_kernels = 4  # router softmax/top-k, permute, unpermute, weighted combine
+    else:
+        width = (2 if shape.gated else 1) * f
+        gemm += gemm_time(tokens, h, width / t, gpu, eff) + gemm_time(tokens, f / t, h, gpu, eff)
     heads = b * a / t
     if layout.flash_attention:
         frac = 0.5 if shape.causal else 1.0
-        attn = frac * 4.0 * heads * s * s * d / (gpu.matmul_tflops * 1e12 * eff.gemm_fraction * eff.flash_fraction)
+        attn = frac * 4.0 * heads * s * full * d / (gpu.matmul_tflops * 1e12 * eff.gemm_fraction * eff.flash_fraction)
     else:  # two batched GEMMs per head over the full (masked) s x s matrix
-        attn = gemm_time(s, d, s, gpu, eff, heads) + gemm_time(s, s, d, gpu, eff, heads)
+        attn = gemm_time(s, d, full, gpu, eff, heads) + gemm_time(s, full, d, gpu, eff, heads)
     e = 4 if layout.precision == "fp32" else 2
     drop = 1 if shape.dropout else 0
     # norms (read + write), two bias-dropout-residual adds; replicated across tp unless SP
     rep = (2 * 2 * e + 2 * (3 * e + drop)) * tokens * h
+    if moe:  # permute and unpermute the routed copies (read + write), the weighted combine
+        rep += (2 * 2 * e + 2 * e) * tokens * routed * h
     rep /= t if layout.sequence_parallel else 1
-    split = (3 if shape.gated else 2) * e * tokens * f / t  # fused activation (and gating)
+    split = routed * (3 if shape.gated else 2) * e * tokens * f / t  # fused activation (and gating)
     if shape.position == "rope":
         split += 2 * e * tokens * (q + k) / t
     if not layout.flash_attention:  # fused scale-mask-softmax, then dropout on the probabilities
-        split += (2 * e + drop * (2 * e + 1)) * heads * s * s
+        split += (2 * e + drop * (2 * e + 1)) * heads * s * full
     # kernels per layer forward: 4 GEMMs, 2 norms, 2 residual adds, the activation, attention
     # (1 fused or 4 unfused: two batched GEMMs, softmax, dropout), rope
     kernels = 9 + (1 if layout.flash_attention else 4) + (1 if shape.position == "rope" else 0)
-    elementwise = _bytes_time(rep + split, gpu, eff) + (kernels - 4) * eff.kernel_overhead_s
-    return gemm + 4 * eff.kernel_overhead_s, attn, elementwise
+    elementwise = _bytes_time(rep + split, gpu, eff) + (kernels - 4 + extra_kernels) * eff.kernel_overhead_s
+    return gemm + (4 + (1 if moe else 0)) * eff.kernel_overhead_s, attn, elementwise
 
 
 def tp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency) -> float:
@@ -84,16 +107,75 @@ def tp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency) -> float:
     return link * 1e9 * eff.link_fraction
 
 
-def dp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency) -> float:
-    """Bus bandwidth of a data-parallel collective: NVLink inside a node; across nodes, the
-    adapters of the group's members on each node (one rail per GPU) share the traffic."""
+def dp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency, size: int | None = None,
+                 stride: int | None = None) -> float:
+    """Bus bandwidth of a data-parallel collective over `size` ranks `stride` apart (default: the dp
+    group, tp apart): NVLink inside a node; across nodes, the adapters of the group's members on
+    each node (one rail per GPU) share the traffic."""
+    size = layout.dp if size is None else size
+    stride = layout.tp if stride is None else stride
     per_node = layout.gpus_per_node or gpu.gpus_per_node
     nvlink = layout.nvlink_gb_s or gpu.nvlink_gb_s
-    if layout.tp * layout.dp <= per_node:
+    if stride * size <= per_node:
         return nvlink * 1e9 * eff.link_fraction
-    members_per_node = max(1, min(layout.dp, per_node // layout.tp))
+    members_per_node = max(1, min(size, per_node // stride))
     net = (layout.network_gb_s or gpu.network_gb_s) * members_per_node
     return min(nvlink, net) * 1e9 * eff.link_fraction
+
+
+def cp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency) -> float:
+    """The ring's point-to-point bandwidth: the cp ranks are tp apart, so the ring stays on NVLink
+    while tp x cp fits in a node; otherwise its slowest hop crosses the network."""
+    per_node = layout.gpus_per_node or gpu.gpus_per_node
+    link = (layout.nvlink_gb_s or gpu.nvlink_gb_s) if layout.tp * layout.cp <= per_node \
+        else (layout.network_gb_s or gpu.network_gb_s)
+    return link * 1e9 * eff.link_fraction
+
+
+def ring_exposed(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency, attn_fwd: float,
+                 attn_bwd: float) -> tuple[float, float]:
+    """Exposed seconds of one layer's ring traffic, (forward, backward), for one micro-batch.
+
+    Forward: cp - 1 steps, each sending this rank's K and V chunk (2 x s/cp x b x kv / tp
+    elements) to the next rank; backward: cp - 1 steps sending K, V and the accumulated dK, dV
+    (twice the bytes), then one more shift of dK, dV that brings each block's gradient home after
+    the last compute (core/parallel/ring_attention.py), always exposed. Assumption (megazoo's ring,
+    as Megatron-Core's): with cp_overlap each step's send runs under the attention of the chunk in
+    hand (1/cp of the layer's attention), so a step costs only what its send takes beyond that
+    compute; without it, every send is exposed."""
+    if layout.cp == 1:
+        return 0.0, 0.0
+    e = 4 if layout.precision == "fp32" else 2
+    s = (layout.seq_length or shape.seq_length) // layout.cp
+    kv_bytes = 2 * e * s * layout.micro_batch * shape.kv_size / layout.tp
+    send = kv_bytes / cp_bandwidth(layout, gpu, eff)
+    steps = layout.cp - 1
+    if not layout.cp_overlap:
+        return steps * send, steps * 2 * send + send
+    return (steps * max(0.0, send - attn_fwd / layout.cp), steps * max(0.0, 2 * send - attn_bwd / layout.cp) + send)
+
+
+def all_to_all_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> float:
+    """Seconds of one expert all-to-all (dispatch or combine) of one MoE layer and micro-batch.
+
+    Volume per rank: its tokens x top_k (capped by the capacity factor) x h x bytes, of which
+    (ep - 1)/ep leaves the rank. megazoo's MoE layer gathers the sequence-parallel slices over tp
+    before routing (core/nn/moe/layer.py), so every tp rank dispatches all s / cp tokens of its
+    micro-batch. The ep ranks are tp x cp apart: the share bound for peers on this node crosses
+    NVLink, the rest the node's network adapters (one per GPU), both at once."""
+    if layout.ep == 1:
+        return 0.0
+    e = 4 if layout.precision == "fp32" else 2
+    tokens = layout.micro_batch * (layout.seq_length or shape.seq_length) // layout.cp
+    volume = tokens * shape.routed_share * shape.hidden_size * e
+    per_node = layout.gpus_per_node or gpu.gpus_per_node
+    stride = layout.tp * layout.cp
+    on_node = max(1, min(layout.ep, per_node // stride))  # ep members on one node, this rank included
+    nvlink = (layout.nvlink_gb_s or gpu.nvlink_gb_s) * 1e9 * eff.link_fraction
+    net = (layout.network_gb_s or gpu.network_gb_s) * 1e9 * eff.link_fraction
+    intra = volume * (on_node - 1) / layout.ep / nvlink
+    inter = volume * (layout.ep - on_node) / layout.ep / net
+    return max(intra, inter)
 
 
 def pp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency) -> float:
@@ -103,39 +185,84 @@ def pp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency) -> float:
     return (layout.network_gb_s or gpu.network_gb_s) * 1e9 * eff.link_fraction
 
 
-def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency,
-                           stage: int) -> tuple[float, float, float]:
-    """(seconds, exposed tp-comm seconds, executed FLOPs) of one micro-batch through every chunk of
-    pipeline rank `stage`: forward, recompute and backward."""
-    s = layout.seq_length or shape.seq_length
+@dataclass
+class LayerTime:
+    """One layer, one micro-batch, forward + recompute + backward, on one GPU."""
+
+    seconds: float  # everything below included
+    tp_comm: float
+    cp_comm: float
+    ep_comm: float
+    flops: float  # executed
+
+
+def layer_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency, moe: bool = False) -> LayerTime:
+    """A dense layer, or with moe=True an MoE layer, with its exposed tp, ring and all-to-all time.
+    The all-to-alls are on the critical path (not overlapped with compute, as in MCore v0.8)."""
+    full = layout.seq_length or shape.seq_length
+    s = full // layout.cp
     b, h, t = layout.micro_batch, shape.hidden_size, layout.tp
     e = 4 if layout.precision == "fp32" else 2
-    gemm, attn, elem = layer_forward(shape, layout, gpu, eff)
+    gemm, attn, elem = layer_forward(shape, layout, gpu, eff, moe)
     attn_bwd = 2.5 if layout.flash_attention else 2.0  # fused attention recomputes scores backward
     per_layer = 3 * gemm + (1 + attn_bwd) * attn + 3 * elem
     n_collectives = 4  # two forward, two backward (all-reduce, or all-gather + reduce-scatter)
+    ring_fwd, ring_bwd = ring_exposed(shape, layout, gpu, eff, attn, attn_bwd * attn)
+    ring = ring_fwd + ring_bwd
+    n_all_to_all = 4  # dispatch and combine, forward and backward
     if layout.recompute == "full":
         per_layer += gemm + attn + elem
         n_collectives += 2
+        ring += ring_fwd
+        n_all_to_all += 2
     elif layout.recompute == "selective":
         per_layer += attn + (0 if layout.flash_attention else elem * 0.5)
+        ring += ring_fwd  # the recomputed attention goes round the ring again
     tp_one = 0.0
     if t > 1:
         volume = e * s * b * h
         tp_one = 2 * (t - 1) / t * volume / tp_bandwidth(layout, gpu, eff)
     exposed = eff.overlap_exposed if layout.tp_comm_overlap else 1.0
-    tp_layer = n_collectives * tp_one * exposed
+    # an MoE layer's MLP side, in all-reduces of the layer's activation per direction: the experts'
+    # tp all-reduce over the routed copies (top_k per token) and, with sp, the all-gather of the
+    # sequence slices (half an all-reduce); a dense MLP: one
+    mlp_share = shape.routed_share + (0.5 if layout.sequence_parallel else 0.0) if moe else 1.0
+    tp_layer = n_collectives * (1 + mlp_share) / 2 * tp_one * exposed
+    ep_layer = n_all_to_all * all_to_all_time(shape, layout, gpu, eff) if moe else 0.0
+    d = shape.head_dim
+    if moe:
+        mlp = shape.routed_share * (3 if shape.gated else 2) * h * shape.expert_ffn + h * shape.num_experts
+    else:
+        mlp = (3 if shape.gated else 2) * h * shape.ffn_hidden_size
+    layer_flops = 2 * b * s * (h * (shape.q_size + 2 * shape.kv_size) + shape.q_size * h + mlp)
+    layer_flops += (2 if (layout.flash_attention and shape.causal) else 4) * b * shape.num_heads * s * full * d
+    passes = 4 if layout.recompute == "full" else 3
+    return LayerTime(seconds=per_layer + tp_layer + ring + ep_layer, tp_comm=tp_layer, cp_comm=ring, ep_comm=ep_layer,
+                     flops=layer_flops * passes)
+
+
+def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency,
+                           stage: int) -> tuple[float, float, float, float, float]:
+    """(seconds, exposed tp-comm seconds, executed FLOPs, exposed cp-ring seconds, all-to-all
+    seconds) of one micro-batch through every chunk of pipeline rank `stage`: forward, recompute
+    and backward."""
+    s = (layout.seq_length or shape.seq_length) // layout.cp
+    b, h, t = layout.micro_batch, shape.hidden_size, layout.tp
+    e = 4 if layout.precision == "fp32" else 2
     n_layers = sum(stop - start for start, stop in stage_layers(shape, layout, stage))
+    n_moe = stage_moe_layers(shape, layout, stage)
     if shape.arch == "t5":
         n_layers += shape.num_decoder_layers * 1.5  # cross-attention adds about half a layer
-    seconds = n_layers * (per_layer + tp_layer)
-    tp_total = n_layers * tp_layer
-    d = shape.head_dim
-    layer_flops = 2 * b * s * (h * (shape.q_size + 2 * shape.kv_size) + shape.q_size * h
-                               + (3 if shape.gated else 2) * h * shape.ffn_hidden_size)
-    layer_flops += (2 if (layout.flash_attention and shape.causal) else 4) * b * shape.num_heads * s * s * d
-    passes = 4 if layout.recompute == "full" else 3
-    flops = n_layers * layer_flops * passes
+    dense = layer_time(shape, layout, gpu, eff)
+    sparse = layer_time(shape, layout, gpu, eff, moe=True) if n_moe else dense
+    parts = [(n_layers - n_moe, dense), (n_moe, sparse)]
+    seconds = sum(n * lt.seconds for n, lt in parts)
+    tp_total = sum(n * lt.tp_comm for n, lt in parts)
+    cp_total = sum(n * lt.cp_comm for n, lt in parts)
+    ep_total = sum(n * lt.ep_comm for n, lt in parts)
+    flops = sum(n * lt.flops for n, lt in parts)
+    exposed = eff.overlap_exposed if layout.tp_comm_overlap else 1.0
+    tp_one = 2 * (t - 1) / t * e * s * b * h / tp_bandwidth(layout, gpu, eff) if t > 1 else 0.0
     if stage == layout.pp - 1:  # output layer GEMMs and cross-entropy
         vocab = shape_vocab(shape, t) / t
         seconds += 3 * gemm_time(b * s, h, vocab, gpu, eff) + _bytes_time(20 * b * s * vocab, gpu, eff)
@@ -145,18 +272,18 @@ def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Eff
     if stage == 0 and t > 1:  # embedding reduction
         seconds += 2 * tp_one * exposed
         tp_total += 2 * tp_one * exposed
-    return seconds, tp_total, flops
+    return seconds, tp_total, flops, cp_total, ep_total
 
 
 def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> StepTime:
     p, v, m = layout.pp, layout.vpp, layout.num_micro_batches
     per_stage = [stage_micro_batch_time(shape, layout, gpu, eff, i) for i in range(p)]
     slowest = max(range(p), key=lambda i: per_stage[i][0])
-    t_mb, tp_mb, flops_mb = per_stage[slowest]
+    t_mb, tp_mb, flops_mb, cp_mb, ep_mb = per_stage[slowest]
     compute = m * t_mb
     bubble = (p - 1) / v * t_mb
     # pipeline sends: each chunk boundary sends the activation forward and its gradient back
-    s = layout.seq_length or shape.seq_length
+    s = (layout.seq_length or shape.seq_length) // layout.cp
     e = 4 if layout.precision == "fp32" else 2
     pp_comm = 0.0
     if p > 1:
@@ -164,24 +291,31 @@ def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> S
         if layout.scatter_gather or layout.sequence_parallel:
             volume /= layout.tp
         pp_comm = (m + (p - 1) / v) * 2 * v * volume / pp_bandwidth(layout, gpu, eff)
-    # data-parallel gradient reduction (fp32 grads) and, with the distributed optimizer, param gather
-    params = max(stage_params(shape, layout, i) for i in range(p))
-    d = layout.dp
+    # data-parallel gradient reduction (fp32 grads) and, with the distributed optimizer, param gather:
+    # dense parameters over the dp x cp ranks (tp apart), expert parameters over the expert-dp ranks
+    # (dp x cp / ep; tp x ep apart when cp is 1, an approximation otherwise)
+    big = max(range(p), key=lambda i: stage_params(shape, layout, i))
+    experts = stage_expert_params(shape, layout, big)
+    groups = [(stage_params(shape, layout, big) - experts, layout.dp_cp, layout.tp),
+              (experts, layout.expert_dp, layout.tp * layout.ep)]
     dp_comm = 0.0
-    optimizer_bytes = 34.0 * params
-    if d > 1:
-        bw = dp_bandwidth(layout, gpu, eff)
-        grad = 4.0 * params
-        reduce = (2 * (d - 1) / d if not layout.distributed_optimizer else (d - 1) / d) * grad / bw
-        gather = (d - 1) / d * 2.0 * params / bw if layout.distributed_optimizer else 0.0
-        dp_comm = reduce * (eff.overlap_exposed if layout.overlap_grad_reduce else 1.0)
-        dp_comm += gather * (eff.overlap_exposed if layout.overlap_param_gather else 1.0)
-    if layout.distributed_optimizer:
-        optimizer_bytes /= d
+    optimizer_bytes = 0.0
+    for params, d, stride in groups:
+        if not params:
+            continue
+        if d > 1:
+            bw = dp_bandwidth(layout, gpu, eff, d, stride)
+            grad = 4.0 * params
+            reduce = (2 * (d - 1) / d if not layout.distributed_optimizer else (d - 1) / d) * grad / bw
+            gather = (d - 1) / d * 2.0 * params / bw if layout.distributed_optimizer else 0.0
+            dp_comm += reduce * (eff.overlap_exposed if layout.overlap_grad_reduce else 1.0)
+            dp_comm += gather * (eff.overlap_exposed if layout.overlap_param_gather else 1.0)
+        optimizer_bytes += 34.0 * params / (d if layout.distributed_optimizer else 1)
     optimizer = _bytes_time(optimizer_bytes, gpu, eff)
     other = eff.step_overhead_s
     if p > 1 and shape.tie_embeddings:  # keep the two copies of the word embedding equal
         rows = shape_vocab(shape, layout.tp) / layout.tp
         other += 4.0 * rows * shape.hidden_size / pp_bandwidth(layout, gpu, eff)
     return StepTime(compute=compute, bubble=bubble, tp_comm=m * tp_mb, pp_comm=pp_comm, dp_comm=dp_comm,
-                    optimizer=optimizer, other=other, executed_flops_per_gpu=m * flops_mb)
+                    optimizer=optimizer, other=other, executed_flops_per_gpu=m * flops_mb, cp_comm=m * cp_mb,
+                    ep_comm=m * ep_mb)

@@ -46,7 +46,10 @@ class GPTConfig(TransformerConfig):
             num_kv_heads=self.num_kv_heads, kv_channels=self.kv_channels, activation=self.activation,
             tie_embeddings=self.tie_embeddings, arch=arch, position=self.position, norm=self.norm, bias=self.bias,
             dropout=bool(self.dropout or self.attention_dropout), vocab_multiple=self.make_vocab_size_divisible_by,
-            adapter_size=self.adapter_size)
+            adapter_size=self.adapter_size,
+            **({} if self.moe is None else dict(num_experts=self.moe.num_experts, top_k=self.moe.top_k,
+                                                moe_every=self.moe.every, moe_ffn_hidden_size=self.moe.ffn_hidden_size,
+                                                capacity_factor=self.moe.capacity_factor)))
 
 
 def gpt2_layout(**kw) -> GPTConfig:
