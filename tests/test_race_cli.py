@@ -72,7 +72,7 @@ def test_finetune_fails_early_on_bad_input(tmp_path, capsys):
                     "task.max_seq_lenght=64"]) == 2
     assert "did you mean `task.max_seq_length`" in capsys.readouterr().err
     assert megazoo(["task", "race", "finetune", "race", "--set", f"train.init_from={bert}", "parallel.tp=3"]) == 2
-    assert "not divisible by tp x pp = 3 x 1" in capsys.readouterr().err
+    assert "not divisible by tp x cp x pp = 3 x 1 x 1" in capsys.readouterr().err
 
 
 def test_evaluate_errors_are_one_line(tmp_path, capsys):

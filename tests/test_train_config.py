@@ -72,7 +72,7 @@ def test_layout_errors():
                                           r"data-parallel size = 4 x 2 = 8"):
         cfg.validate(2)
     cfg.validate(1)
-    with pytest.raises(ConfigError, match="world size 3 is not divisible by tp x pp"):
+    with pytest.raises(ConfigError, match="world size 3 is not divisible by tp x cp x pp"):
         RunConfig.load("gpt-tiny", ["parallel.tp=2"]).validate(3)
     with pytest.raises(ConfigError, match="model.num_layers=2: 2 layers cannot fill pp x vpp = 2 x 2 = 4 virtual stages"):
         RunConfig.load("gpt-tiny", ["parallel.pp=2", "parallel.vpp=2", "train.global_batch=16"]).validate(4)

@@ -22,13 +22,34 @@ def parse_model_section(model: dict, config_cls, default_arch: str) -> tuple[str
     model = dict(model)
     arch = model.pop("arch", default_arch)
     valid = {f.name: f for f in fields(config_cls) if f.name != "recompute"}
+    nested = [k for k in model if k.startswith("moe.")]  # --set model.moe.top_k=4
+    if nested and "moe" in valid:
+        moe = dict(model.get("moe") or {})
+        moe.update({k[len("moe."):]: model.pop(k) for k in nested})
+        model["moe"] = moe
     for key, value in model.items():
+        if key == "moe" and key in valid and isinstance(value, dict):
+            model[key] = _moe_section(value)
+            continue
         if key not in valid:
             close = difflib.get_close_matches(key, list(valid), n=1)
             hint = f"; did you mean `model.{close[0]}`?" if close else ""
             raise ConfigError(f"unknown key `model.{key}`{hint}")
         model[key] = check_type(f"model.{key}", value, valid[key].type)
     return arch, model
+
+
+def _moe_section(values: dict) -> dict:
+    """`model.moe` keys checked like the model's (MoEConfig's own checks give the value errors)."""
+    from megazoo.core.nn.config import MoEConfig
+    from megazoo.core.train.config_checks import fill_dataclass
+
+    checked = fill_dataclass(MoEConfig, values, "model.moe", "config")
+    try:
+        MoEConfig(**{k: getattr(checked, k) for k in values})
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return {k: getattr(checked, k) for k in values}
 
 
 class ModelBuilder(Builder):
@@ -73,6 +94,13 @@ class ModelBuilder(Builder):
         return d
 
     def check_sequence_parallel(self, parallel) -> None:
+        moe = getattr(self.config, "moe", None)  # (and expert parallelism: the experts split evenly)
+        if moe is not None and moe.num_experts % getattr(parallel, "ep", 1):
+            raise ConfigError(f"parallel.ep={parallel.ep} must divide model.moe.num_experts={moe.num_experts}: "
+                              f"each expert-parallel rank holds the same number of experts")
+        if moe is not None and moe.ffn_hidden_size and moe.ffn_hidden_size % parallel.tp:
+            raise ConfigError(f"parallel.tp={parallel.tp} must divide model.moe.ffn_hidden_size={moe.ffn_hidden_size} "
+                              f"(each expert is split over tp like the dense MLP)")
         if parallel.sp and self.config.seq_length % parallel.tp:
             raise ConfigError(f"model.seq_length={self.config.seq_length} is not divisible by parallel.tp="
                               f"{parallel.tp} (sequence parallelism splits the sequence)")

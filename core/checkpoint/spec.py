@@ -97,6 +97,9 @@ def param_spec(param: nn.Parameter, ctx: ParallelContext) -> ShardSpec:
     tp_dim = getattr(param, "tp_dim", None)
     if tp_dim is not None and ctx.tp > 1:
         offsets[tp_dim] = ctx.tp_rank * param.shape[tp_dim]
+    ep_dim = getattr(param, "ep_dim", None)  # MoE experts: this ep rank's block of experts
+    if ep_dim is not None and param.ep > 1:
+        offsets[ep_dim] = param.ep_rank * param.shape[ep_dim]
     return ShardSpec(tuple(master_shape(param, ctx.tp)), tuple(offsets))
 
 

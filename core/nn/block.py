@@ -10,6 +10,7 @@ from megazoo.core.nn.adapter import Adapter
 from megazoo.core.nn.attention import Attention, KVCache
 from megazoo.core.nn.config import TransformerConfig
 from megazoo.core.nn.mlp import MLP
+from megazoo.core.nn.moe.layer import MoELayer
 from megazoo.core.nn.norm import build_norm
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.random import RNGTracker, dropout
@@ -22,7 +23,10 @@ class TransformerLayer(nn.Module):
         self.norm1 = build_norm(cfg.norm, cfg.hidden_size, ctx, cfg.norm_eps, bias=True, dtype=dtype, device=device)
         self.attn = Attention(cfg, ctx, layer_number, dtype=dtype, device=device)
         self.norm2 = build_norm(cfg.norm, cfg.hidden_size, ctx, cfg.norm_eps, bias=True, dtype=dtype, device=device)
-        self.mlp = MLP(cfg, ctx, dtype=dtype, device=device)
+        if cfg.moe is not None and cfg.moe.is_moe_layer(layer_number):  # experts instead of the dense MLP
+            self.mlp = MoELayer(cfg, ctx, dtype=dtype, device=device)
+        else:
+            self.mlp = MLP(cfg, ctx, dtype=dtype, device=device)
         if cfg.adapter_size:  # no modules otherwise: parameter names (and checkpoints) stay as they were
             self.adapter1 = Adapter(cfg.hidden_size, cfg.adapter_size, ctx, cfg.init_std, dtype=dtype, device=device)
             self.adapter2 = Adapter(cfg.hidden_size, cfg.adapter_size, ctx, cfg.init_std, dtype=dtype, device=device)

@@ -11,7 +11,8 @@ class MoEConfig:
     `every`-th layer (layers every-1, 2*every-1, ...; 1 = every layer). `capacity_factor` None is
     dropless (every routed token is computed); a number caps each expert at
     capacity_factor * tokens * top_k / num_experts tokens and drops the rest. `aux_loss` and `z_loss`
-    are the coefficients of the load-balancing and router z-losses (0 = off)."""
+    are the coefficients of the load-balancing and router z-losses (0 = off). `parallel.ep` must divide
+`num_experts` (checked when the layer is built, core/nn/moe/experts.py)."""
 
     num_experts: int = 4
     top_k: int = 2
@@ -21,6 +22,8 @@ class MoEConfig:
     z_loss: float = 0.0
     gating: str = "softmax"  # softmax | sigmoid
     ffn_hidden_size: int | None = None  # an expert's hidden size; None: the dense model's ffn_hidden_size
+    renormalize: bool = True  # top_k > 1: the k combine weights sum to one (Mixtral); top-1 keeps its probability
+    grouped_gemm: bool = True  # one grouped GEMM for all experts where torch has one; false: a loop
 
     def __post_init__(self):
         for name in ("num_experts", "top_k", "every"):

@@ -17,6 +17,10 @@ every parameter of a bucket has received its last micro-batch's gradient, the bu
 of the backward pass. `finish()` waits for them, and reduces synchronously any bucket that was not
 started (overlap off, a backend without async collectives, or a parameter that got no gradient).
 
+MoE expert parameters (`expert`, core/parallel/init.describe_expert) live in buckets of their own,
+reduced (and, for the distributed optimizer, sharded) over `expert_dp_group`: the ranks holding the
+same experts. Every bucket therefore carries its group, its shard count and this rank's shard.
+
 Parameters marked `shared_embedding` (the two copies of a tied embedding on the first and last
 pipeline stage) are kept in a separate bucket that is only reduced in `finish_late()`, after the
 pipeline runtime (`finalize_grads`) has summed them across the embedding group.
@@ -32,9 +36,12 @@ from megazoo.core.parallel.context import ParallelContext
 
 
 class Bucket:
-    def __init__(self, index: int, params: list[nn.Parameter], start: int, end: int, shards: int, late: bool):
+    def __init__(self, index: int, params: list[nn.Parameter], start: int, end: int, shards: int, late: bool,
+                 group=None, group_size: int = 1, shard_rank: int = 0, shard_start: int = 0):
         self.index, self.params, self.start, self.end, self.late = index, params, start, end, late
+        self.group, self.group_size, self.shards, self.shard_rank = group, group_size, shards, shard_rank
         self.shard_size = (end - start) // shards
+        self.shard_start = shard_start  # where this rank's slice sits in a separate grad_shard
         self.pending = len(params)
         self.handle = None
         self.launched = False
@@ -49,23 +56,34 @@ class GradBuffers:
         self.shards = ctx.dp_cp if distributed else 1
         self.shard_rank = ctx.dp_cp_rank if distributed else 0
         self.params = params
-        early = [p for p in reversed(params) if not getattr(p, "shared_embedding", False)]
-        late = [p for p in reversed(params) if getattr(p, "shared_embedding", False)]
+        def is_expert(p):
+            return getattr(p, "expert", False)
+
+        early = [p for p in reversed(params) if not getattr(p, "shared_embedding", False) and not is_expert(p)]
+        experts = [p for p in reversed(params) if is_expert(p)]
+        late = [p for p in reversed(params) if getattr(p, "shared_embedding", False) and not is_expert(p)]
+        dense = (self.group, self.group_size, self.shards, self.shard_rank)
+        expert = (ctx.expert_dp_group, ctx.expert_dp, ctx.expert_dp if distributed else 1,
+                  ctx.expert_dp_rank if distributed else 0)
 
         # layout: (param, offset) per bucket
         self.buckets: list[Bucket] = []
         self.offset: dict[nn.Parameter, int] = {}
-        pos = 0
-        for group, is_late in ((early, False), (late, True)):
+        pos, shard_pos = 0, 0
+        for members, is_late, (group, size, shards, shard_rank) in ((early, False, dense), (experts, False, expert),
+                                                                     (late, True, dense)):
             current: list[nn.Parameter] = []
             start = pos
-            for i, p in enumerate(group):
+            for i, p in enumerate(members):
                 self.offset[p] = pos
                 pos += p.numel()
                 current.append(p)
-                if pos - start >= bucket_size or i == len(group) - 1:
-                    pos = start + _round_up(pos - start, self.shards)
-                    self.buckets.append(Bucket(len(self.buckets), current, start, pos, self.shards, is_late))
+                if pos - start >= bucket_size or i == len(members) - 1:
+                    pos = start + _round_up(pos - start, shards)
+                    bucket = Bucket(len(self.buckets), current, start, pos, shards, is_late, group, size,
+                                    shard_rank, shard_pos)
+                    self.buckets.append(bucket)
+                    shard_pos += bucket.shard_size
                     current, start = [], pos
         self.numel = pos
         self.bucket_of = {p: b for b in self.buckets for p in b.params}
@@ -85,8 +103,8 @@ class GradBuffers:
         if dtype == torch.float32:
             self.fp32_values = self.param_data  # no separate copy needed
         # the reduced gradient shard this rank owns (the whole buffer without the distributed optimizer)
-        if self.distributed and self.shards > 1:
-            self.grad_shard = torch.zeros(self.numel // self.shards, dtype=torch.float32, device=ctx.device)
+        if self.distributed and any(b.shards > 1 for b in self.buckets):
+            self.grad_shard = torch.zeros(shard_pos, dtype=torch.float32, device=ctx.device)
         else:
             self.grad_shard = self.main_grad
         self.counts: dict[nn.Parameter, int] = {p: 0 for p in params}
@@ -98,14 +116,14 @@ class GradBuffers:
     # ownership -----------------------------------------------------------------------------------
     def owned_range(self, bucket: Bucket) -> tuple[int, int]:
         """[start, end) in the flat buffer of this rank's slice of `bucket`."""
-        a = bucket.start + self.shard_rank * bucket.shard_size
+        a = bucket.start + bucket.shard_rank * bucket.shard_size
         return a, a + bucket.shard_size
 
     def shard_offset(self, bucket: Bucket) -> int:
         """Where `bucket`'s owned slice sits in `grad_shard` (and in the optimizer's main shard)."""
         if self.grad_shard is self.main_grad:
             return self.owned_range(bucket)[0]
-        return bucket.start // self.shards
+        return bucket.shard_start
 
     # the step's life cycle ---------------------------------------------------------------------
     def start(self, num_micro_batches: int) -> None:
@@ -138,10 +156,13 @@ class GradBuffers:
 
     def _launch(self, bucket: Bucket, async_op: bool) -> None:
         bucket.launched = True
-        if self.group_size == 1:
+        if bucket.group_size == 1:
+            if self.grad_shard is not self.main_grad:  # a separate shard buffer still needs the values
+                o = self.shard_offset(bucket)
+                self.grad_shard[o:o + bucket.shard_size].copy_(self.main_grad[bucket.start:bucket.end])
             return
         grad = self.main_grad[bucket.start:bucket.end]
-        group = self.group
+        group = bucket.group
         try:
             if self.grad_shard is self.main_grad:
                 bucket.handle = dist.all_reduce(grad, group=group, async_op=async_op)
@@ -172,14 +193,16 @@ class GradBuffers:
 
     def all_gather_params(self) -> None:
         """After a sharded step: every rank gets the updated slices of the others."""
-        if self.grad_shard is self.main_grad or self.group_size == 1:
+        if self.grad_shard is self.main_grad:
             return
         handles = []
         for b in self.buckets:
+            if b.group_size == 1:
+                continue
             a, e = self.owned_range(b)
             mine = self.param_data[a:e].clone()  # input must not alias the output
             handles.append(dist.all_gather_into_tensor(self.param_data[b.start:b.end], mine,
-                                                       group=self.group, async_op=True))
+                                                       group=b.group, async_op=True))
         for h in handles:
             h.wait()
 

@@ -4,6 +4,8 @@ Main parameters are fp32. For an fp32 model they are the model's own parameters 
 bf16/fp16 models they are fp32 copies, and the model's low-precision parameters are refreshed from
 them after each step. Gradients arrive reduced over data parallelism in `GradBuffers.grad_shard`.
 
+MoE expert parameters are reduced and sharded over the expert-data-parallel group (GradBuffers).
+
 Without the distributed optimizer every rank holds all main parameters and Adam moments. With it
 (`distributed=True`) rank r of the data-parallel group holds slice r of every gradient bucket: its
 main parameters and Adam moments cover only that slice (12/d bytes per parameter for bf16 models),
@@ -172,13 +174,23 @@ class MixedPrecisionOptimizer:
 
     def grad_norm(self) -> float:
         """Global L2 norm of the (reduced, unscaled) gradients across TP, PP and DP shards, counting a
-        tp-replicated parameter on tp rank 0 only and a tied head copy not at all."""
-        grads = [f.grad for f in self.fragments if f.counted_in_norm
-                 and (getattr(f.param, "tp_dim", None) is not None or self.ctx.tp_rank == 0)]
-        total = torch.zeros((), dtype=torch.float32, device=self.ctx.device)
-        if grads:
-            norms = torch._foreach_norm(grads)
-            total = torch.stack([n.float() for n in norms]).pow(2).sum()
+        tp-replicated parameter on tp rank 0 only and a tied head copy not at all. MoE experts differ
+        across the ep ranks: without sharding their part is summed over the ep group as well, so each
+        expert counts once."""
+        counted = [f for f in self.fragments if f.counted_in_norm
+                   and (getattr(f.param, "tp_dim", None) is not None or self.ctx.tp_rank == 0)]
+        parts = []
+        for expert in (False, True):
+            grads = [f.grad for f in counted if getattr(f.param, "expert", False) == expert]
+            total = torch.zeros((), dtype=torch.float32, device=self.ctx.device)
+            if grads:
+                norms = torch._foreach_norm(grads)
+                total = torch.stack([n.float() for n in norms]).pow(2).sum()
+            parts.append(total)
+        dense, expert = parts
+        if not self.sharded and self.ctx.ep > 1:
+            dist.all_reduce(expert, group=self.ctx.ep_group)
+        total = dense + expert
         # without sharding every dp rank holds the same reduced grads: reduce over tp x pp only
         self._world_reduce(total, model_parallel_only=not self.sharded)
         return math.sqrt(total.item())

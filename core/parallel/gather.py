@@ -1,4 +1,5 @@
-"""Reassemble full ("master") tensors from this rank's tensor-parallel slices."""
+"""Reassemble full ("master") tensors from this rank's tensor-parallel slices (and, for MoE expert
+weights, the expert-parallel ranks' blocks of experts)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from megazoo.core.parallel.context import ParallelContext
 
 def full_tensor(local: torch.Tensor, param: nn.Parameter, ctx: ParallelContext) -> torch.Tensor:
     """All-gather `local` (a parameter or its gradient) along the parameter's tp dimension over the
-    tp group, and drop vocabulary padding. Collective: every tp rank must call it."""
+    tp group (an expert weight also along its expert dimension over the ep group), and drop
+    vocabulary padding. Collective: every tp (and ep) rank must call it."""
     tp_dim = getattr(param, "tp_dim", None)
     out = local.detach()
     if tp_dim is not None and ctx.tp > 1:
         out = _gather(out, tp_dim, ctx.tp_group)
+    if getattr(param, "ep_dim", None) is not None and ctx.ep > 1:
+        out = _gather(out.contiguous(), param.ep_dim, ctx.ep_group)
     rows = getattr(param, "vocab_rows", None)
     if rows is not None:
         out = out[:rows]

@@ -9,6 +9,8 @@ Layers describe their parameters with attributes set at construction:
   tp_dim      the dimension split across tp ranks, or None when replicated
   init        ("normal", std) | ("zeros",) | ("ones",)
   vocab_rows  for vocabulary-padded tables: the real number of rows (the rest are zero padding)
+  ep_dim, ep, ep_rank   MoE expert weights (describe_expert): the expert dimension, split in
+              consecutive blocks over the ep ranks, so expert e is the same tensor at every ep and tp
 """
 
 from __future__ import annotations
@@ -27,6 +29,15 @@ def describe(param: nn.Parameter, init: tuple, tp_dim: int | None = None, vocab_
     param.tp_dim = tp_dim
     param.vocab_rows = vocab_rows
     param.init_name = init_name
+    return param
+
+
+def describe_expert(param: nn.Parameter, init: tuple, tp_dim: int | None, ctx) -> nn.Parameter:
+    """Expert weights: dimension 0 is the expert, this rank holds block ctx.ep_rank of ctx.ep; their
+    gradients are reduced over the expert-data-parallel group (`expert`)."""
+    describe(param, init, tp_dim)
+    param.ep_dim, param.ep, param.ep_rank = 0, ctx.ep, ctx.ep_rank
+    param.expert = True
     return param
 
 
@@ -49,6 +60,9 @@ def local_slice(master: torch.Tensor, param: nn.Parameter, tp: int, tp_rank: int
         padded_rows = param.shape[0] * (tp if tp_dim == 0 else 1)
         pad = torch.zeros((padded_rows - master.shape[0],) + tuple(master.shape[1:]), dtype=master.dtype)
         master = torch.cat([master, pad], 0)
+    ep_dim = getattr(param, "ep_dim", None)
+    if ep_dim is not None and param.ep > 1:
+        master = master.chunk(param.ep, dim=ep_dim)[param.ep_rank]
     if tp_dim is None or tp == 1:
         return master
     return master.chunk(tp, dim=tp_dim)[tp_rank]
@@ -61,6 +75,8 @@ def master_shape(param: nn.Parameter, tp: int) -> tuple[int, ...]:
         shape[tp_dim] *= tp
     if getattr(param, "vocab_rows", None) is not None:
         shape[0] = param.vocab_rows
+    if getattr(param, "ep_dim", None) is not None:
+        shape[param.ep_dim] *= param.ep
     return tuple(shape)
 
 

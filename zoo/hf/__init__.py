@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from megazoo.core.parallel.context import ParallelContext
-from megazoo.zoo.hf import bert, gpt2, llama, megatron_bert, t5
+from megazoo.zoo.hf import bert, gpt2, llama, megatron_bert, mixtral, t5
 from megazoo.zoo.hf.common import HFExportError, HFImportError, HFSource, apply_rules, add_prefix, invert_rules, read_hf
 from megazoo.zoo.hf.heads import pad_heads as _pad_heads
 from megazoo.zoo.hf.heads import unpad_heads
@@ -27,7 +27,7 @@ from megazoo.zoo.hf.models import ARCHS, LayoutError, build_model, check_layout,
 from megazoo.zoo.hf.shard import expected_shapes, gather_full_state, load_full_state, stage_layers
 from megazoo.zoo.hf.writer import atomic_folder, copy_tokenizer, write_weights
 
-ADAPTERS = {m.MODEL_TYPE: m for m in (bert, gpt2, llama, megatron_bert, t5)}
+ADAPTERS = {m.MODEL_TYPE: m for m in (bert, gpt2, llama, megatron_bert, mixtral, t5)}
 SUPPORTED_MODEL_TYPES = sorted(ADAPTERS)
 ADAPTER_FILE = "adapters.safetensors"  # the bottleneck adapters of an export, beside the HF weights
 _ADAPTER_KEY = re.compile(r"(^|\.)adapter[12]\.")
@@ -42,6 +42,8 @@ def split_adapters(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tens
 def adapter_for(arch: str, cfg):
     """The HF adapter that exports a megazoo (arch, config)."""
     if arch in ("gpt", "llama"):
+        if getattr(cfg, "moe", None) is not None:  # experts: Mixtral
+            return mixtral
         return llama if cfg.position == "rope" else gpt2
     if arch == "bert":  # the original post-LN BERT, or Megatron's pre-LN one
         return bert if cfg.post_norm else megatron_bert
@@ -55,6 +57,8 @@ def convert_from_hf(src, gguf_file: str | None = None, source: HFSource | None =
     source = source or read_hf(src, SUPPORTED_MODEL_TYPES, gguf_file)
     ad = ADAPTERS[source.config.model_type]
     state = add_prefix(source.state, ad.PREFIX, getattr(ad, "HEADS", ("lm_head.",))) if ad.PREFIX else source.state
+    if hasattr(ad, "import_state"):  # a layout whose tensors are not one-to-one (Mixtral's fused experts)
+        state = ad.import_state(state)
     cfg = ad.config_from_hf(source.config, state.keys())
     meta = build_model(ad.ARCH, cfg, device="meta")
     return ad.ARCH, cfg, apply_rules(ad.rules(cfg), state, expected_shapes(meta), ad.ignore(cfg))
