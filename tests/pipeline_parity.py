@@ -15,6 +15,7 @@ import torch.distributed as dist
 
 from megazoo.core.parallel.collectives import all_reduce_sum
 from megazoo.core.parallel.context import ParallelConfig, ParallelContext
+from megazoo.core.parallel.cp_split import split_batch
 from megazoo.core.parallel.gather import full_state
 from megazoo.core.parallel.pipeline import broadcast_from_last_stage, build_chunks, finalize_grads, forward_backward
 from megazoo.zoo.gpt import GPTModel
@@ -56,12 +57,13 @@ def reference(layout: str, steps: int = STEPS) -> dict:
 
 
 def train_layout(case: dict, steps: int = STEPS) -> dict:
-    """Rank function body for one layout; case has tp, pp, vpp, sp, layout, optional
-    layers_per_stage and micro (the micro-batch size, default MICRO)."""
+    """Rank function body for one layout; case has tp, pp, vpp, sp, layout, optional cp (context
+    parallelism: each cp rank trains on its two chunks of every sequence, gradients and losses
+    summed over dp x cp), layers_per_stage and micro (the micro-batch size, default MICRO)."""
     cfg = make_config(case["layout"])
     t_build = time.perf_counter()
     ctx = ParallelContext.build(ParallelConfig(tp=case["tp"], pp=case["pp"], vpp=case.get("vpp", 1),
-                                               sp=case.get("sp", False)))
+                                               sp=case.get("sp", False), cp=case.get("cp", 1)))
     chunks = build_chunks(lambda **kw: GPTModel(cfg, ctx, **kw).initialize(SEED), cfg.num_layers, ctx,
                           case.get("layers_per_stage"))
     params = [p for ch in chunks for p in ch.parameters()]
@@ -75,29 +77,30 @@ def train_layout(case: dict, steps: int = STEPS) -> dict:
         tokens = (labels != -100).sum()
         rows = slice(ctx.dp_rank * per_dp, (ctx.dp_rank + 1) * per_dp)
         ids, labels = ids[rows], labels[rows]
-        micro = [{"input_ids": ids[i:i + size], "labels": labels[i:i + size]} for i in range(0, per_dp, size)]
+        micro = [split_batch({"input_ids": ids[i:i + size], "labels": labels[i:i + size]}, ctx.cp, ctx.cp_rank)
+                 for i in range(0, per_dp, size)]
         opt.zero_grad(set_to_none=True)
         loss = forward_backward(chunks, micro, ctx, lambda per_token, mb: per_token.sum() / tokens,
                                 hidden_size=cfg.hidden_size, dtype=torch.float32)
         finalize_grads(chunks, ctx)
-        if ctx.dp > 1:  # one flat all-reduce: on few cores every collective round is costly
+        if ctx.dp_cp > 1:  # one flat all-reduce: on few cores every collective round is costly
             for p in params:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
             flat = torch.cat([p.grad.reshape(-1) for p in params])
-            dist.all_reduce(flat, group=ctx.dp_group)
+            dist.all_reduce(flat, group=ctx.dp_cp_group)
             offset = 0
             for p in params:
                 p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
                 offset += p.numel()
-        loss = broadcast_from_last_stage(all_reduce_sum(loss, ctx.dp_group), ctx)
+        loss = broadcast_from_last_stage(all_reduce_sum(loss, ctx.dp_cp_group), ctx)
         losses.append(loss.item())
         opt.step()
     state = {}
     for ch in chunks:
         state.update(full_state(ch, ctx))  # collective over tp
     return {"coords": (ctx.tp_rank, ctx.dp_rank, ctx.pp_rank), "losses": losses,
-            "params": state if ctx.tp_rank == 0 else None, "seconds": time.perf_counter() - t0,
+            "params": state if ctx.tp_rank == 0 and ctx.cp_rank == 0 else None, "seconds": time.perf_counter() - t0,
             "build_seconds": t_build}
 
 

@@ -41,8 +41,12 @@ NON_ARCH_FIELDS = frozenset({"dropout", "attention_dropout", "recompute", "init_
 
 
 def layout_of(ctx: ParallelContext) -> dict:
-    return {"tp": ctx.tp, "pp": ctx.pp, "dp": ctx.dp, "vpp": ctx.vpp, "sp": bool(ctx.sp),
-            "world_size": ctx.world_size}
+    """The layout a checkpoint was saved at; cp and ep only when > 1, so that a checkpoint saved
+    before they existed still counts as the same layout (and restores its per-rank state)."""
+    layout = {"tp": ctx.tp, "pp": ctx.pp, "dp": ctx.dp, "vpp": ctx.vpp, "sp": bool(ctx.sp),
+              "world_size": ctx.world_size}
+    layout.update({k: getattr(ctx, k) for k in ("cp", "ep") if getattr(ctx, k) > 1})
+    return layout
 
 
 def architecture(arch: str, model_config: dict, **extra) -> dict:

@@ -1,6 +1,8 @@
 """Self-attention, tensor- and sequence-parallel: MHA and GQA, causal/bidirectional/padding masks,
 rotary or external positions, torch SDPA, an optional KV cache for generation. Without dropout and
 padding mask, core attention takes the per-device fast path (megazoo.core.nn.fast_attention).
+Under context parallelism (ctx.cp > 1) core attention is ring attention over the cp group
+(megazoo.core.parallel.ring_attention); it takes no padding mask, dropout or KV cache yet.
 
 The fused QKV weight is laid out per KV group, as Megatron-LM does: for each of the num_kv_heads
 groups, its (num_heads / num_kv_heads) query heads, then its key head, then its value head. A
@@ -24,6 +26,7 @@ from megazoo.core.nn.rope import apply_rope
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.layers import ColumnParallelLinear, RowParallelLinear
 from megazoo.core.parallel.random import RNGTracker, dropout
+from megazoo.core.parallel.ring_attention import ring_attention
 
 
 class KVCache:
@@ -65,6 +68,8 @@ class Attention(nn.Module):
     def core(self, q, k, v, mask, is_causal, generator):
         """q: [b, heads, s, d]; k, v: [b, kv, t, d] -> [b, heads, s, d]."""
         p = self.cfg.attention_dropout if self.training else 0.0
+        if self.ctx.cp > 1:
+            return ring_attention(q, k, v, self.scale, is_causal, self.ctx)
         if p == 0.0 and mask is None:
             return fast_attention(q, k, v, self.scale, is_causal)  # the per-device fast kernel
         if p == 0.0:
@@ -82,6 +87,19 @@ class Attention(nn.Module):
         probs = dropout(torch.softmax(scores, -1).to(q.dtype), p, generator)
         return torch.matmul(probs, v)
 
+    def _check_context_parallel(self, mask, cache) -> None:
+        """What ring attention cannot do yet fails here, in one line, instead of silently."""
+        cp = self.ctx.cp
+        if cache is not None:
+            raise ValueError(f"parallel.cp={cp}: generation with a KV cache is not supported under context "
+                             "parallelism; generate with parallel.cp=1")
+        if mask is not None:
+            raise ValueError(f"parallel.cp={cp}: attention with a padding or custom mask is not supported under "
+                             "context parallelism (ring attention knows causal and full masks); use parallel.cp=1")
+        if self.training and self.cfg.attention_dropout > 0:
+            raise ValueError(f"parallel.cp={cp}: attention dropout is not supported under context parallelism; "
+                             "set model.attention_dropout=0")
+
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None = None,
                 mask: torch.Tensor | None = None, cache: KVCache | None = None,
                 rng: RNGTracker | None = None) -> torch.Tensor:
@@ -94,6 +112,8 @@ class Attention(nn.Module):
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         q, k, v = (t.permute(1, 2, 0, 3) for t in (q, k, v))  # [b, heads, s, d]
         is_causal = self.cfg.causal
+        if self.ctx.cp > 1:
+            self._check_context_parallel(mask, cache)
         if cache is not None:
             # this layer's own past (cache.length() is the first layer's, already updated in a prefill)
             past = cache.layers[self.layer_number][0].shape[2] if self.layer_number in cache.layers else 0

@@ -20,7 +20,7 @@ from megazoo.core.parallel.context import ParallelConfig, ParallelConfigError
 from megazoo.core.train import models  # the entry-point lookup; models.py never imports this module
 # the shared pieces live in their own modules (models.py, builders and tasks use them without this
 # one); they stay importable from here as before
-from megazoo.core.train.config_checks import check_type, unknown_key
+from megazoo.core.train.config_checks import check_context_parallel, check_type, unknown_key
 from megazoo.core.train.errors import ConfigError
 from megazoo.core.train.recipes import recipe_dir, resolve_recipe  # noqa: F401  (recipe_dir: re-exported)
 from megazoo.core.train.user_errors import yaml_message
@@ -305,6 +305,7 @@ class RunConfig:
         model.setdefault("arch", "gpt")
         builder = models.load_builder(model, self.recompute, self.task)
         builder.check_layout(self.parallel)
+        check_context_parallel(self, builder)  # one line before any rank starts
         if not self.data.synthetic:
             from megazoo.core.train.data import data_settings
 

@@ -70,3 +70,35 @@ def fill_dataclass(cls, values: dict, prefix: str, where: str, unchecked: tuple[
             raise unknown_key(f"{prefix}.{key}", [f"{prefix}.{k}" for k in known], where)
         setattr(out, key, value if key in unchecked else check_type(f"{prefix}.{key}", value, known[key].type))
     return out
+
+
+def check_context_parallel(cfg, builder, chunks=None) -> None:
+    """What parallel.cp > 1 needs, checked at startup (one line each): a sequence length that splits
+    into 2 x cp equal chunks (and each rank's part into tp pieces under sp), a model whose stages
+    say they take a split sequence (`context_parallel = True`: the GPT/Llama decoders), no task
+    package (their collates and heads read whole sequences), no attention dropout."""
+    p = cfg.parallel
+    if p.cp == 1:
+        return
+    from megazoo.core.parallel.cp_split import ContextParallelError, check_divisible
+
+    seq = builder.seq_length
+    try:
+        check_divisible(seq, p.cp)
+    except ContextParallelError as e:
+        raise ConfigError(str(e)) from None
+    if p.sp and (seq // p.cp) % p.tp:
+        raise ConfigError(f"model.seq_length={seq} / parallel.cp={p.cp} = {seq // p.cp} tokens per cp rank is not "
+                          f"divisible by parallel.tp={p.tp} (sequence parallelism splits each cp rank's part)")
+    model = builder.to_dict()
+    if cfg.task:
+        raise ConfigError(f"parallel.cp={p.cp}: task {cfg.task.get('name')!r} does not support context "
+                          "parallelism yet (its batches and heads need whole sequences); set parallel.cp=1")
+    supported = (all(getattr(c, "context_parallel", False) for c in chunks) if chunks is not None
+                 else getattr(builder, "context_parallel", False))
+    if not supported:
+        raise ConfigError(f"parallel.cp={p.cp}: model.arch={model.get('arch')!r} does not support context "
+                          "parallelism yet (only the gpt and llama decoders do); set parallel.cp=1")
+    if model.get("attention_dropout"):
+        raise ConfigError(f"parallel.cp={p.cp}: model.attention_dropout={model['attention_dropout']} is not "
+                          "supported under context parallelism (ring attention has no dropout); set it to 0")

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import torch
 
+from megazoo.core.parallel.cp_split import split_batch
+
 IGNORE = -100
 
 
@@ -116,12 +118,15 @@ def _task(cfg) -> str:
 
 
 class Batches:
-    """Cuts global batches into this data-parallel rank's micro-batches."""
+    """Cuts global batches into this data-parallel rank's micro-batches; under context parallelism
+    (cp > 1) each micro-batch is then cut to this cp rank's two chunks of the sequence
+    (megazoo.core.parallel.cp_split), so every model and task builder gets its tokens already split."""
 
     def __init__(self, source, global_batch: int, micro_batch: int, dp: int, dp_rank: int, device=None,
-                 collate=None):
+                 collate=None, cp: int = 1, cp_rank: int = 0):
         self.source, self.global_batch, self.micro_batch = source, global_batch, micro_batch
         self.dp, self.dp_rank, self.device = dp, dp_rank, device
+        self.cp, self.cp_rank = cp, cp_rank
         self.collate = collate or stack_samples
 
     def step(self, consumed: int) -> list[dict]:
@@ -131,7 +136,7 @@ class Batches:
         out = []
         for m in range(per_rank // self.micro_batch):
             samples = [self.source.get(first + m * self.micro_batch + i) for i in range(self.micro_batch)]
-            mb = self.collate(samples)
+            mb = split_batch(self.collate(samples), self.cp, self.cp_rank)
             if self.device is not None and self.device.type != "cpu":
                 mb = {k: v.to(self.device, non_blocking=True) for k, v in mb.items()}
             out.append(mb)

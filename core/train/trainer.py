@@ -20,12 +20,14 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from megazoo.core.nn.moe.metrics import moe_metrics, set_aux_grad_scale
 from megazoo.core.optim import AdamWSettings, ConstantScaler, DynamicScaler, LRSchedule, MixedPrecisionOptimizer
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.device import set_allocator_policy, synchronize
 from megazoo.core.parallel.pipeline import forward_backward
 from megazoo.core.train import checkpointing, rundir
 from megazoo.core.train.config import RunConfig
+from megazoo.core.train.config_checks import check_context_parallel
 from megazoo.core.train.errors import ConfigError
 from megazoo.core.train.data import Batches, build_sources
 from megazoo.core.train.flops import peak_flops
@@ -73,6 +75,7 @@ class Trainer:
         # the allocator policy is set before the first big tensor: memory that stays mapped
         self.allocator_policy = set_allocator_policy(t.allocator, ctx.device)
         self.chunks = self.builder.chunks(ctx, t.seed)
+        check_context_parallel(cfg, self.builder, self.chunks)
         for c in self.chunks:
             c.train()
         rundir.check_writable(cfg, monitor and self.is_logger)  # before the first step, not after the last
@@ -106,8 +109,11 @@ class Trainer:
         self.compile_seconds = None  # train.compile: the first step's time over the second's
         self.num_micro = cfg.micro_batches_per_step(ctx.dp)
         collate = self.builder.collate
-        self.train_data = Batches(train_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate)
-        self.valid_data = Batches(valid_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate)
+        # under context parallelism each cp rank takes its two chunks of every sequence
+        self.train_data = Batches(train_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate,
+                                  ctx.cp, ctx.cp_rank)
+        self.valid_data = Batches(valid_source, t.global_batch, t.micro_batch, ctx.dp, ctx.dp_rank, ctx.device, collate,
+                                  ctx.cp, ctx.cp_rank)
         # a task's (finite) validation split is read whole (the last batch wraps around to fill it)
         self.valid_iters = -(-len(valid_source) // t.global_batch) if self.builder.whole_valid_split else t.eval_iters
         self.step = 0
@@ -156,7 +162,8 @@ class Trainer:
     # -------------------------------------------------------------------------------------------
     def layout(self) -> str:
         c = self.ctx
-        return (f"world {c.world_size} = tp {c.tp} x pp {c.pp} x dp {c.dp}" + (f", vpp {c.vpp}" if c.vpp > 1 else "")
+        return (f"world {c.world_size} = tp {c.tp}" + (f" x cp {c.cp}" if c.cp > 1 else "") + f" x pp {c.pp} x dp {c.dp}"
+                + (f" (ep {c.ep})" if c.ep > 1 else "") + (f", vpp {c.vpp}" if c.vpp > 1 else "")
                 + (", sp" if c.sp else "") + (", ZeRO-1" if self.cfg.optim.distributed else "")
                 + (f", recompute {self.cfg.recompute}" if self.cfg.recompute != "none" else ""))
 
@@ -168,16 +175,18 @@ class Trainer:
         return yaml.safe_dump(d, sort_keys=False)
 
     def _global_counts(self, micro_batches: list[dict]) -> dict[str, float]:
-        """The builder's loss normalisers over the whole global batch (summed over data parallelism)."""
+        """The builder's loss normalisers over the whole global batch (summed over data parallelism and,
+        under context parallelism, over the cp ranks, which count the tokens of their own chunks)."""
         local = self.builder.loss_counts(micro_batches)
         keys = sorted(local)
         t = torch.stack([torch.as_tensor(local[k], dtype=torch.float64).reshape(()) for k in keys]).to(self.ctx.device)
-        if self.ctx.dp > 1:
-            dist.all_reduce(t, group=self.ctx.dp_group)
+        if self.ctx.dp_cp > 1:
+            dist.all_reduce(t, group=self.ctx.dp_cp_group)
         return {k: max(float(v), 1.0) for k, v in zip(keys, t.tolist())}
 
     def _global_loss(self, loss_sum: torch.Tensor) -> float:
-        """Sum the last stages' loss contributions of every dp rank (tp ranks hold copies)."""
+        """Sum the last stages' loss contributions of every dp and cp rank (tp ranks hold copies; each
+        cp rank's contribution is its own tokens' loss over the global count)."""
         value = loss_sum.detach().to(torch.float64).reshape(1).to(self.ctx.device)
         if self.ctx.tp_rank != 0:
             value.zero_()
@@ -196,6 +205,7 @@ class Trainer:
             return self.builder.loss(out, mb, counts) * scale
 
         self.optimizer.zero_grad(len(micro_batches))
+        set_aux_grad_scale(self.chunks, scale / len(micro_batches))  # MoE auxiliary losses: micro-batch mean
         loss_sum = forward_backward(self.chunks, micro_batches, ctx, loss_fn, forward_only=False,
                                     hidden_size=self.builder.hidden_size, dtype=self.dtype)
         self.optimizer.finish_grad_sync()
@@ -249,10 +259,12 @@ class Trainer:
         return {"step": self.step, "split": "valid", "loss": loss, "ppl": math.exp(min(loss, 700.0)), **metrics}
 
     def _step_flops(self, micro_batches: list[dict]) -> tuple[float, int]:
-        """(model FLOPs, tokens) of one step: this rank's micro-batches at their real lengths, x dp."""
+        """(model FLOPs, tokens) of one step: this rank's micro-batches at their real lengths, x dp
+        (under cp a micro-batch holds 1/cp of each sequence: the full length is s x cp)."""
         flops, tokens = 0.0, 0
         for mb in micro_batches:
             b, s = mb["input_ids"].shape[:2]
+            s *= self.ctx.cp
             flops += self.builder.flops_per_iteration(b, self.ctx.tp, s)
             tokens += b * s
         return flops * self.ctx.dp, tokens * self.ctx.dp
@@ -263,6 +275,9 @@ class Trainer:
         valid = None
         first = None  # the first step's time (train.compile: it includes compilation)
         while self.step < t.steps:
+            # a builder may update its data from the model first (retrieval e2e: re-retrieval); collective
+            if hasattr(self.builder, "before_step"):
+                self.builder.before_step(self.step, self.chunks, self.ctx, self.dtype)
             synchronize(self.ctx.device)
             t0 = time.perf_counter()
             mbs = self.train_data.step(self.consumed_samples)
@@ -286,6 +301,8 @@ class Trainer:
                     record["loss_scale"] = out["loss_scale"]
                 if out["skipped"]:
                     record["skipped"] = True
+                if self.builder.to_dict().get("moe"):  # every rank: the MoE values are summed over ranks
+                    record.update(moe_metrics(self.chunks, self.ctx))
                 self.monitor.train_step(record)
             self.monitor.advance()
             if t.eval_interval and self.step % t.eval_interval == 0 and self.step < t.steps:

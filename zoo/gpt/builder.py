@@ -26,6 +26,8 @@ LAYOUTS = {"gpt": gpt2_layout, "llama": llama_layout}
 
 
 class GPTBuilder(ModelBuilder):
+    context_parallel = True  # its stages take a sequence split over parallel.cp (checked before ranks start)
+
     def __init__(self, model: dict, recompute: str = "none"):
         self.arch, kwargs = parse_model_section(model, GPTConfig, "gpt")
         try:

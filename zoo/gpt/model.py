@@ -20,6 +20,7 @@ from megazoo.core.nn.recompute import checkpoint
 from megazoo.core.nn.rope import rope_tables
 from megazoo.core.parallel import collectives as C
 from megazoo.core.parallel.context import ParallelContext
+from megazoo.core.parallel.cp_split import cp_positions
 from megazoo.core.parallel.cross_entropy import vocab_parallel_cross_entropy
 from megazoo.core.parallel.embedding import VocabParallelEmbedding
 from megazoo.core.parallel.init import describe
@@ -29,6 +30,8 @@ from megazoo.zoo.gpt.config import GPTConfig
 
 
 class GPTModel(ParallelModel):
+    context_parallel = True  # takes a sequence split over parallel.cp (ring attention, global positions)
+
     def __init__(self, cfg: GPTConfig, ctx: ParallelContext | None = None, pre_process: bool = True,
                  post_process: bool = True, layers: tuple[int, int] | None = None, dtype=None, device=None):
         super().__init__()
@@ -71,6 +74,13 @@ class GPTModel(ParallelModel):
         cos, sin = self._rope_cache
         return cos[positions], sin[positions]
 
+    def _positions(self, past: int, s: int, b: int, device) -> torch.Tensor:
+        """Default position ids [b, s]: past..past+s-1, or under context parallelism the global
+        positions of this cp rank's two chunks (megazoo.core.parallel.cp_split)."""
+        if self.ctx.cp > 1:
+            return cp_positions(s, self.ctx.cp, self.ctx.cp_rank, device).expand(b, s)
+        return torch.arange(past, past + s, device=device).expand(b, s)
+
     def _mask(self, attention_mask: torch.Tensor | None, s: int, t: int, device) -> torch.Tensor | None:
         """Boolean [b, 1, s, t] mask (True = attend) from a [b, t] padding mask; None = plain causal."""
         if attention_mask is None:
@@ -109,14 +119,14 @@ class GPTModel(ParallelModel):
             if self.ctx.sp and s % self.ctx.tp:
                 raise ValueError(f"sequence length {s} is not divisible by tp={self.ctx.tp} (sequence parallelism)")
             if position_ids is None:
-                position_ids = torch.arange(past, past + s, device=input_ids.device).expand(b, s)
+                position_ids = self._positions(past, s, b, input_ids.device)
             x = self.embed_tokens(input_ids, position_ids)
         else:
             x = hidden_states
             s = x.shape[0] * (self.ctx.tp if self.ctx.sp else 1)
             b = x.shape[1]
             if position_ids is None:
-                position_ids = torch.arange(past, past + s, device=x.device).expand(b, s)
+                position_ids = self._positions(past, s, b, x.device)
         rope = None
         if self.cfg.position == "rope":
             cos, sin = self._rope(position_ids, x.device)  # [b, s, d]
