@@ -1,5 +1,5 @@
 """Pipeline parity, the project's most important test: every factorisation tp x pp x dp of 8
-ranks (and pp=2, pp=4 with vpp=2) trains a tiny 8-layer GPT for 5 steps (fp32, SGD) to the same
+ranks (and pp=2, pp=4 with vpp=2, and cp 2 / cp 4 with tp, pp and dp) trains a tiny 8-layer GPT for 5 steps (fp32, SGD) to the same
 losses and the same final parameters as one process, to 1e-5.
 
 One spawn of 8 ranks runs every layout in turn (a new ParallelContext and new groups per layout).
@@ -27,11 +27,16 @@ CASES = [
     dict(tp=2, pp=2, vpp=2, sp=True, layout="gpt"),  # interleaved, dp=2, m=4
     dict(tp=1, pp=4, vpp=2, layout="gpt"),  # interleaved, dp=2, m=4
     dict(tp=2, pp=4, vpp=2, layout="llama", micro=2),  # interleaved, dp=1, m=4
+    # context parallelism (ring attention) composed with tp + sp, pp and dp
+    dict(tp=2, pp=2, cp=2, sp=True, layout="llama"),  # dp=1
+    dict(tp=2, pp=1, cp=4, sp=True, layout="gpt"),  # cp 4 with tp 2, dp=1
+    dict(tp=1, pp=2, cp=2, layout="gpt"),  # dp=2
 ]
 
 
 def name(case):
-    return "tp{tp} pp{pp}".format(**case) + (f" vpp{case['vpp']}" if case.get("vpp", 1) > 1 else "") + \
+    return "tp{tp} pp{pp}".format(**case) + (f" cp{case['cp']}" if case.get("cp", 1) > 1 else "") + \
+        (f" vpp{case['vpp']}" if case.get("vpp", 1) > 1 else "") + \
         (" sp" if case.get("sp") else "") + f" {case['layout']}"
 
 
@@ -58,7 +63,7 @@ def test_every_layout_matches_one_process(runs):
             if worst > TOL:
                 failures.append(f"{name(case)} rank {rank}: losses {r['losses']} vs {ref['losses']}")
         replicas = assemble(per_rank)
-        dp = 8 // (case["tp"] * case["pp"])
+        dp = 8 // (case["tp"] * case["pp"] * case.get("cp", 1))
         assert sorted(replicas) == list(range(dp))
         for d, params in replicas.items():
             expected = set(ref["params"]) | ({"head.weight"} if case["pp"] > 1 and case["layout"] == "gpt" else set())
