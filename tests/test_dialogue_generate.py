@@ -1,7 +1,8 @@
 """The offline dialogue sets: the WoW-format files read back with the WoW reader (at least 30 dialogues,
-every checked sentence a sentence of the topic's passage and used by the wizard's response, seen topics
-apart from unseen ones), multi-actor conversations whose speakers keep one style each, and a document
-set holding every knowledge sentence of the grounded conversations; the generate command writes the TSVs."""
+every generated checked sentence a sentence of the topic's passage and used by the wizard's response, the
+test files the hand-made set, seen topics apart from unseen ones), multi-actor conversations whose
+speakers keep one style each, and a document set holding every knowledge sentence of the grounded
+conversations; the generate command writes the TSVs."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from megazoo.cli import main as megazoo
 from megazoo.eval.metrics import unigram_prf
 from megazoo.tasks.dialogue.data import read_conversations, read_tsv, read_wow
 from megazoo.tasks.dialogue.generate import STYLES
+from megazoo.tasks.dialogue.handmade import load_handmade, split_handmade
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +31,15 @@ def test_wow_set_has_checked_sentences_from_the_passages(out):
         dialogues = json.loads((out / "wow" / f"{name}.json").read_text())
         total += len(dialogues)
         topics[name] = {d["chosen_topic"] for d in dialogues}
+        samples = read_wow(out / "wow" / f"{name}.json")
+        assert [s.tsv() for s in samples] == [s.tsv() for s in read_tsv(out / "wow" / f"{name}.tsv")]
+        if name.startswith("test"):  # the hand-made set by default (test_dialogue_handmade.py checks it)
+            assert dialogues == split_handmade(load_handmade())[name]
+            continue
         for d in dialogues:
             for turn in d["dialog"]:
                 for sentence in turn["checked_sentence"].values():
                     assert sentence in d["chosen_topic_passage"]
-        samples = read_wow(out / "wow" / f"{name}.json")
-        assert [s.tsv() for s in samples] == [s.tsv() for s in read_tsv(out / "wow" / f"{name}.tsv")]
         grounded = [s for s in samples if s.knowledge != "no_passages_used"]
         assert grounded and all(unigram_prf(s.response, s.knowledge)[1] == 1.0 for s in grounded)
     assert total >= 30

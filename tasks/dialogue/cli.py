@@ -1,8 +1,9 @@
 """The stages of `megazoo task dialogue ...` (multi-actor, local-knowledge and MSDP dialogue)."""
 
 STAGES: dict[str, tuple[str, str]] = {
-    "generate": ("megazoo.tasks.dialogue.cli_generate", "write the offline sets (WoW-format dialogues, multi-actor "
-                                                         "conversations, documents): generate OUT_DIR [--seed N]"),
+    "generate": ("megazoo.tasks.dialogue.cli_generate", "write the offline sets (WoW-format dialogues with the "
+                                                         "hand-made test splits, multi-actor conversations, documents): "
+                                                         "generate OUT_DIR [--seed N] [--wow-test handmade|generated]"),
     "flatten": ("megazoo.tasks.dialogue.cli_flatten", "Wizard of Wikipedia/Internet or conversation JSONL to "
                                                        "Megatron's TSV: flatten FILE --out FILE.tsv"),
     "finetune": ("megazoo.tasks.dialogue.cli_finetune", "multi-actor or knowledge-grounded fine-tuning: finetune "

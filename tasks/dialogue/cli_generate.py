@@ -1,4 +1,6 @@
-"""`megazoo task dialogue generate OUT_DIR [--seed N]`: the offline sets (generate.py; generated data)."""
+"""`megazoo task dialogue generate OUT_DIR [--seed N] [--wow-test handmade|generated]`: the offline sets
+(generate.py; generated data). The WoW test files hold the hand-made set (handmade.py) unless
+--wow-test generated asks for the template-made test dialogues."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ PROG = "megazoo task dialogue generate"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", help="folder for wow/, actors/, documents/, knowledge/ and the flattened wow TSVs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--wow-test", choices=("handmade", "generated"), default="handmade",
+                        help="what wow/test_{random,topic}_split.json hold: the hand-made dialogues (default; seen "
+                             "topics in the random split, unseen in the topic split) or template-made ones")
 
 
 def run(args) -> int:
@@ -18,11 +23,12 @@ def run(args) -> int:
     from megazoo.tasks.dialogue.data import WOW_FILES, read_wow, write_tsv
     from megazoo.tasks.dialogue.generate import generate_all
 
-    counts = generate_all(args.out, args.seed)
+    counts = generate_all(args.out, args.seed, args.wow_test)
     wow = Path(args.out) / "wow"
     for name in WOW_FILES:
         write_tsv(read_wow(wow / name), wow / name.replace(".json", ".tsv"))
     for part, sizes in counts.items():
         print(f"{part}: " + ", ".join(f"{k} {v}" for k, v in sizes.items()))
-    print(f"written under {args.out} (generated data; wow/*.tsv: Megatron's flattened format)")
+    made = "hand-made test splits" if args.wow_test == "handmade" else "generated test splits"
+    print(f"written under {args.out} (generated data, {made}; wow/*.tsv: Megatron's flattened format)")
     return 0

@@ -1,11 +1,15 @@
 """The offline dialogue sets (generated data, not Wizard of Wikipedia or Reddit):
 
-    generate_all(OUT, seed)   writes
+    generate_all(OUT, seed, test)   writes
       OUT/wow/{train,valid_random_split,valid_topic_split,test_random_split,test_topic_split}.json
           Wizard of Wikipedia format: dialogues on the hand-picked topics of topics.txt whose passage is
           the topic's WordNet sentences (facts.py); an apprentice asks, the wizard answers with one
           checked sentence of the passage; the last wizard turn is small talk (no_passages_used).
           Seen topics are in train and the random splits, unseen ones only in the topic splits.
+          With test="handmade" (the default) the two test files hold the hand-made set instead
+          (handmade.py: 41 dialogues written by hand over the same passages, 30 on seen topics in
+          test_random_split, 11 on unseen ones in test_topic_split); test="generated" keeps the
+          template-made test dialogues.
       OUT/actors/{train,valid}.jsonl
           conversations of two speakers out of eight, each with a consistent style of their own
           (STYLES: an opening and a closing of theirs around plain content), for multi-actor training.
@@ -82,9 +86,16 @@ def wow_dialogue(topic, facts: dict, variant: int, rng: random.Random) -> dict:
             "chosen_topic_passage": passage, "dialog": dialog}
 
 
-def generate_wow(out, seed: int = 0) -> dict[str, int]:
-    """The five WoW files under `out`; returns dialogues per file."""
+TESTS = ("handmade", "generated")  # what the two WoW test files hold
+
+
+def generate_wow(out, seed: int = 0, test: str = "handmade") -> dict[str, int]:
+    """The five WoW files under `out` (test: see the module docstring); returns dialogues per file."""
     from megazoo.eval.metrics.wordnet import load_wordnet
+    from megazoo.tasks.dialogue.handmade import write_handmade
+
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
 
     wn, rng = load_wordnet(), random.Random(seed)
     topics = load_topics()
@@ -103,7 +114,10 @@ def generate_wow(out, seed: int = 0) -> dict[str, int]:
     out.mkdir(parents=True, exist_ok=True)
     for name, dialogues in splits.items():
         (out / f"{name}.json").write_text(json.dumps(dialogues, indent=1) + "\n")
-    return {name: len(d) for name, d in splits.items()}
+    counts = {name: len(d) for name, d in splits.items()}
+    if test == "handmade":
+        counts.update(write_handmade(out))
+    return counts
 
 
 # multi-actor conversations ----------------------------------------------------------------------------
@@ -160,7 +174,7 @@ def _write_jsonl(out: Path, train: list, valid: list) -> dict[str, int]:
     return {"train": len(train), "valid": len(valid)}
 
 
-def generate_all(out, seed: int = 0) -> dict:
+def generate_all(out, seed: int = 0, test: str = "handmade") -> dict:
     out = Path(out)
-    return {"wow": generate_wow(out / "wow", seed), "actors": generate_actors(out / "actors", seed),
+    return {"wow": generate_wow(out / "wow", seed, test), "actors": generate_actors(out / "actors", seed),
             "knowledge": generate_knowledge(out, seed)}
