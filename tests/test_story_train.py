@@ -142,3 +142,27 @@ def test_task_keys_are_checked():
         build({"knowledg": "x"}, {"arch": "gpt"})
     with pytest.raises(ConfigError, match="ranker is a BERT scorer"):
         build({"component": "ranker"}, {"arch": "gpt"})
+
+
+def test_antonym_swap_share_changes_keywords_and_sentence_alike():
+    from megazoo.tasks.story.inputs import generator_pairs, swap_in_sentence
+    from megazoo.tasks.story.data import Story
+
+    opposite = {"happy": "unhappy", "late": "early"}.get
+    assert swap_in_sentence("Happy, she was late again.", ["happy", "late", "again"], opposite) == \
+        ("Unhappy, she was early again.", ["unhappy", "early", "again"])
+    assert swap_in_sentence("He was lately tired.", ["late"], opposite) == ("He was lately tired.", ["late"])
+    story = Story("s1", "t", ["Tom woke up.", "He was late for work.", "He felt happy at noon.", "He ate.", "He slept."])
+    plain = generator_pairs([story], None, drop_keywords=0, drop_knowledge=0, seed=3, antonym=opposite)
+    swapped = generator_pairs([story], None, drop_keywords=0, drop_knowledge=0, seed=3, swap_antonyms=1.0,
+                              antonym=opposite)
+    assert len(plain) == len(swapped) == 4
+    changed = [(p, s) for p, s in zip(plain, swapped) if p != s]
+    assert changed, "a sentence with a keyword that has an antonym must be swapped"
+    for (p_prompt, p_resp), (s_prompt, s_resp) in changed:
+        words = [w for w in ("late", "happy") if w in p_resp]
+        for w in words:
+            assert opposite(w) in s_resp and opposite(w) in s_prompt.split("Keywords: ")[1]
+    with pytest.raises(ConfigError, match="task.drop_keywords, task.drop_knowledge and task.swap_antonyms must be "
+                                          "shares that sum to at most 1, got 0.5, 0.3 and 0.3"):
+        build({"drop_keywords": 0.5, "drop_knowledge": 0.3, "swap_antonyms": 0.3}, {"arch": "gpt"})

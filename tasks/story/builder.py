@@ -16,6 +16,8 @@ Task keys (task.*):
     n_keywords     keywords per sentence (2)
     drop_keywords  share of generator pairs without keywords and knowledge (0.15)
     drop_knowledge share of generator pairs without knowledge only (0.15)
+    swap_antonyms  share of generator pairs whose keywords that occur in the gold sentence are swapped
+                   for their WordNet antonyms in keywords and sentence alike (0: none, the paper's data)
     valid_stories  validation stories used (0: all)
     max_seq_length ranker: tokens of (knowledge, story) (128)
     eval_batch     ranker: steps per forward pass in evaluation (16)
@@ -41,6 +43,7 @@ class StoryTask:
     n_keywords: int = 2
     drop_keywords: float = 0.15
     drop_knowledge: float = 0.15
+    swap_antonyms: float = 0.0
     valid_stories: int = 0
     max_seq_length: int = 128
     eval_batch: int = 16
@@ -50,9 +53,10 @@ class StoryTask:
         out = fill_dataclass(cls, task, "task", "task story")
         if out.component not in COMPONENTS:
             raise ConfigError(f"task.component must be one of {', '.join(COMPONENTS)}, got {out.component!r}")
-        if not (0 <= out.drop_keywords and 0 <= out.drop_knowledge and out.drop_keywords + out.drop_knowledge <= 1):
-            raise ConfigError(f"task.drop_keywords and task.drop_knowledge must be shares that sum to at most 1, got "
-                              f"{out.drop_keywords} and {out.drop_knowledge}")
+        shares = (out.drop_keywords, out.drop_knowledge, out.swap_antonyms)
+        if not (min(shares) >= 0 and sum(shares) <= 1):
+            raise ConfigError(f"task.drop_keywords, task.drop_knowledge and task.swap_antonyms must be shares that sum "
+                              f"to at most 1, got {out.drop_keywords}, {out.drop_knowledge} and {out.swap_antonyms}")
         if min(out.n_knowledge, out.n_keywords, out.valid_stories) < 0 or out.max_seq_length < 8:
             raise ConfigError("task.n_knowledge, task.n_keywords and task.valid_stories must be >= 0 and "
                               "task.max_seq_length >= 8")

@@ -19,7 +19,7 @@ def pairs_of(settings: dict, stories, seed: int) -> list[tuple[str, str]]:
         return keyword_pairs(stories, settings["n_keywords"])
     kb = KnowledgeBase.load(settings["knowledge"]) if settings["knowledge"] else None
     return generator_pairs(stories, kb, settings["n_knowledge"], settings["n_keywords"], settings["drop_keywords"],
-                           settings["drop_knowledge"], seed)
+                           settings["drop_knowledge"], seed, settings["swap_antonyms"])
 
 
 class StoryDecoderBuilder(SFTBuilder):
