@@ -3,12 +3,15 @@ query encoder trained end to end ("individual top-k"), exact match of the final 
 generated nq-test.json. Needs bench/bench_retrieval.py's runs (the data, the imported MiniLM and
 the ICT + supervised retriever in runs/bench-retrieval/finetune/checkpoints).
 
-    python bench/bench_retrieval_reader.py [reader|mss] [--out-dir runs/bench-retrieval] [--steps 40] [--threads 2]
+    python bench/bench_retrieval_reader.py [reader|mss|table] [--stage reader|e2e|both] [--out-dir runs/bench-retrieval]
+        [--steps 100] [--threads 2]
 
-Both runs start from the same reader (MiniLM) and retriever, with the same steps, questions and
-seed; the only difference is whether the reader's passage posterior trains the query tower (with
-the training questions re-retrieved every --refresh steps). Writes OUT/reader-{reader,e2e}/ and
-bench/retrieval_reader.md (the bench/RESULTS.md section).
+Both runs go through the core trainer (reader_builder.py) and start from the same reader (MiniLM)
+and retriever, with the same steps, questions, learning rate and seed; the only difference is
+whether the reader's passage posterior trains the query tower (with the training questions
+re-retrieved every --refresh steps). Writes OUT/reader2-{reader,e2e}/ and bench/retrieval_reader.md
+(the bench/RESULTS.md section); `--stage reader` / `--stage e2e` run one stage (e.g. both at once
+in two processes), `table` then writes the section from their reader.json files.
 
 mss: masked salient span pretraining from the ICT checkpoint (runs/bench-retrieval/ict), then DPR
 top-k of its query tower on nq-test.json against ICT alone (test-ict.json of bench_retrieval.py
@@ -41,21 +44,21 @@ def main() -> None:
                     help="table: the reader section from finished OUT/reader-{reader,e2e}/reader.json runs (each "
                          "stage run on its own, e.g. in parallel; --cpu gives their CPU seconds)")
     ap.add_argument("--cpu", default="", help="table: CPU seconds of the reader and e2e runs, e.g. 600,700")
+    ap.add_argument("--wall", default="", help="table: wall seconds of the reader and e2e runs (default: their "
+                                               "training + evaluation time from reader.json)")
     ap.add_argument("--out-dir", default="runs/bench-retrieval")
-    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--stage", default="both", choices=("reader", "e2e", "both"))
+    ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--reader-length", type=int, default=128)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--top-k", type=int, default=4)
     ap.add_argument("--refresh", type=int, default=10)
-    ap.add_argument("--lr", type=float, default=5e-5)
-    ap.add_argument("--retriever-lr", type=float, default=2e-5)
+    ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1234, help="train.seed (the reader's head, the question order, dropout)")
     args = ap.parse_args()
 
     import torch
-
-    from megazoo.tasks.retrieval.reader_cli import load_recipe
-    from megazoo.tasks.retrieval.reader_train import train_reader
 
     torch.set_num_threads(args.threads)
     out = Path(args.out_dir)
@@ -68,24 +71,43 @@ def main() -> None:
     records = {}
     if args.part == "table":
         cpus = [float(x) for x in args.cpu.split(",")] if args.cpu else [float("nan")] * 2
-        for stage, c in zip(("reader", "e2e"), cpus):
-            r = json.loads((out / f"reader-{stage}" / "reader.json").read_text())
-            r["wall_s"], r["cpu_s"] = r["train_s"] + r["eval_s"], c
+        walls = [float(x) for x in args.wall.split(",")] if args.wall else [None] * 2
+        for stage, c, w in zip(("reader", "e2e"), cpus, walls):
+            r = json.loads((out / run_name(stage, args) / "reader.json").read_text())
+            r["wall_s"], r["cpu_s"] = w if w is not None else r["train_s"] + r["eval_s"], c
             records[stage] = r
         return write_reader_section(args, out, records, sum(r["wall_s"] for r in records.values()), sum(cpus))
-    for stage in ("reader", "e2e"):
+    for stage in ("reader", "e2e") if args.stage == "both" else (args.stage,):
         t1, c1 = time.perf_counter(), cpu_s()
-        cfg = load_recipe(stage, f"retrieval-{stage}", [
-            f"task.retriever={retriever}", f"train.init_from={out / 'minilm'}", f"data.path={out / 'data'}",
-            f"task.top_k={args.top_k}", f"task.refresh_steps={args.refresh}", f"task.retriever_lr={args.retriever_lr}",
-            f"train.steps={args.steps}", f"train.micro_batch={args.batch}", f"train.global_batch={args.batch}",
-            f"train.lr={args.lr}", f"task.reader_length={args.reader_length}", "task.question_length=32",
-            f"log.dir={out / ('reader-' + stage)}"])
-        r = train_reader(cfg)
+        r = run_stage(stage, args, retriever, out, out / run_name(stage, args))
         r["wall_s"], r["cpu_s"] = time.perf_counter() - t1, cpu_s() - c1
         records[stage] = r
-        print(stage, r["metrics"], f"{r['wall_s']:.0f} s wall", flush=True)
+        print(stage, r["metrics"], f"{r['wall_s']:.0f} s wall, {r['cpu_s']:.0f} s CPU", flush=True)
+    if args.stage != "both":
+        return
     write_reader_section(args, out, records, time.perf_counter() - t0, cpu_s() - c0)
+
+
+def run_stage(stage: str, args, retriever, out: Path, log_dir: Path, extra=()) -> dict:
+    """One stage on the core trainer (reader_cli.train_reader), no checkpoints (the bench keeps metrics)."""
+    from megazoo.tasks.retrieval.reader_cli import load_recipe, train_reader
+
+    cfg = load_recipe(stage, f"retrieval-{stage}", [
+        f"task.retriever={retriever}", f"train.init_from={out / 'minilm'}", f"data.path={out / 'data'}",
+        f"task.top_k={args.top_k}", f"task.refresh_steps={args.refresh}", f"train.steps={args.steps}",
+        f"train.micro_batch={args.batch}", f"train.global_batch={args.batch}", f"train.lr={args.lr}",
+        f"task.reader_length={args.reader_length}", "task.question_length=32", "checkpoint.save=false",
+        f"train.seed={args.seed}",
+        "log.progress=false", "log.plot=false", f"log.dir={log_dir}", *extra])
+    return train_reader(cfg)
+
+
+def run_name(stage: str, args) -> str:
+    return f"reader2-{stage}" + ("" if args.seed == 1234 else f"-seed{args.seed}")
+
+
+def mean(xs) -> float:
+    return sum(xs) / max(1, len(xs))
 
 
 def write_reader_section(args, out: Path, records: dict, wall: float, cpu: float) -> None:
@@ -98,18 +120,22 @@ def write_reader_section(args, out: Path, records: dict, wall: float, cpu: float
         f"threads, on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f} at the end); wall "
         f"{wall:.0f} s, CPU {cpu:.0f} s.",
         "",
-        f"Reader: all-MiniLM-L6-v2 with a span head, {args.steps} steps of {args.batch} training questions, each read "
-        f"over its top-{k} passages (marginal likelihood over passages and answer occurrences), lr {args.lr:g}. "
-        f"Retriever: the ICT + supervised checkpoint above. End to end: the query tower trained too (lr "
-        f"{args.retriever_lr:g}), training questions re-retrieved every {args.refresh} steps "
+        f"Both on the core trainer (reader_builder.py). Reader: all-MiniLM-L6-v2 with a span head, {args.steps} steps "
+        f"of {args.batch} training questions, each read over its top-{k} passages (marginal likelihood over passages "
+        f"and answer occurrences), lr {args.lr:g} (warmup 10%, cosine). Retriever: the ICT + supervised checkpoint "
+        f"above. End to end: the query tower trained too (same lr), training questions re-retrieved every "
+        f"{args.refresh} steps "
         f"({e2e['refreshes']} refreshes); context tower and index fixed. Exact match on the {fixed['n']} generated "
         f"nq-test questions.",
         "",
-        "| reader | EM | retrieval top-1 | top-5 | top-20 | wall (s) | CPU (s) |",
-        "|---|---|---|---|---|---|---|",
-        *[f"| {name} | {r['metrics']['em']:.1f} | {r['metrics']['retrieval_top1']:.1f} | "
-          f"{r['metrics']['retrieval_top5']:.1f} | {r['metrics']['retrieval_top20']:.1f} | {r['wall_s']:.0f} | "
-          f"{r['cpu_s']:.0f} |" for name, r in (("fixed retrieval", fixed), ("end-to-end", e2e))],
+        f"| reader | EM | top-{k} answer recall | retrieval top-1 | top-5 | top-20 | train loss (first -> last 10 "
+        f"steps) | test loss | wall (s) | CPU (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *[f"| {name} | {r['metrics']['em']:.1f} | {r['metrics'][f'top{k}_recall']:.1f} | "
+          f"{r['metrics']['retrieval_top1']:.1f} | {r['metrics']['retrieval_top5']:.1f} | "
+          f"{r['metrics']['retrieval_top20']:.1f} | {mean(r['losses'][:10]):.2f} -> {mean(r['losses'][-10:]):.2f} | "
+          f"{r['valid_loss']:.2f} | {r['wall_s']:.0f} | {r['cpu_s']:.0f} |"
+          for name, r in (("fixed retrieval", fixed), ("end-to-end", e2e))],
         "",
         f"End-to-end training changes EM by {e2e['metrics']['em'] - fixed['metrics']['em']:+.1f} points over the reader "
         f"on fixed retrieval (one seed; {fixed['n']} questions, so one question is {100 / fixed['n']:.1f} points).",
@@ -121,19 +147,10 @@ def write_reader_section(args, out: Path, records: dict, wall: float, cpu: float
 
 
 def part_mss(args, out: Path) -> None:
-    from megazoo.tasks.retrieval.reader_cli import load_recipe
-    from megazoo.tasks.retrieval.reader_train import train_reader
-
     ict = out / "ict" / "checkpoints"
     base = json.loads((out / "test-ict.json").read_text())["metrics"]
     t0, c0 = time.perf_counter(), cpu_s()
-    cfg = load_recipe("mss", "retrieval-mss", [
-        f"task.retriever={ict}", f"train.init_from={out / 'minilm'}", f"data.path={out / 'data'}",
-        f"task.top_k={args.top_k}", f"task.refresh_steps={args.refresh}", f"task.retriever_lr={args.retriever_lr}",
-        f"train.steps={args.steps}", f"train.micro_batch={args.batch}", f"train.global_batch={args.batch}",
-        f"train.lr={args.lr}", f"task.reader_length={args.reader_length}", "task.question_length=32",
-        "task.passage_length=128", f"log.dir={out / 'mss'}"])
-    r = train_reader(cfg)
+    r = run_stage("mss", args, ict, out, out / "mss2", ["task.passage_length=128"])
     wall, cpu = time.perf_counter() - t0, cpu_s() - c0
     m = r["metrics"]
     lines = [
@@ -145,7 +162,7 @@ def part_mss(args, out: Path) -> None:
         "",
         f"{args.steps} steps of {args.batch} masked sentences (one salient span each, from the training questions' "
         f"positive passages) read over their top-{args.top_k} passages; the query tower (from the ICT checkpoint "
-        f"above, lr {args.retriever_lr:g}) and a MiniLM span reader (lr {args.lr:g}) trained on the marginal likelihood; "
+        f"above) and a MiniLM span reader trained on the marginal likelihood (lr {args.lr:g}, core trainer); "
         f"queries re-retrieved every {args.refresh} steps. DPR top-k on the generated nq-test questions "
         f"({r['n']}; 32 / 128 tokens, mean pooling):",
         "",

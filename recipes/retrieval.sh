@@ -9,9 +9,9 @@
 #
 # DATA: a folder with DPR's psgs_w100.tsv, nq-train.json, nq-dev.json, nq-test.csv and, for ICT, a
 # sentence-split .bin/.idx (ict/text, ict/titles) in $RETRIEVAL_DATA; without one, a set is generated
-# from the embedded corpus (generated data, not NQ). Training is the core trainer on
-# recipes/retrieval-ict.yaml and recipes/retrieval-finetune.yaml: any layout (NPROC ranks: global
-# in-batch negatives across data parallelism), bf16, resume. The CPU defaults below are
+# from the embedded corpus (generated data, not NQ). Every training stage is the core trainer
+# (recipes/retrieval-{ict,finetune,mss,reader,e2e}.yaml): any layout (NPROC ranks: global in-batch
+# negatives across data parallelism), bf16, resume. The CPU defaults below are
 # bench/bench_retrieval.py's (question 32 / passage 128 tokens, no dropout); on GPUs run with
 # CPU_SETTINGS="" (the recipes' 32 / 192, dropout 0.1).
 #
@@ -59,10 +59,10 @@ done
 
 # masked salient spans from ICT; the reader on the fine-tuned retriever, fixed and end to end
 # shellcheck disable=SC2086
-megazoo task retrieval mss retrieval-mss --set task.retriever="$OUT/ict/checkpoints" train.init_from="$OUT/minilm" \
+megazoo task retrieval mss retrieval-mss --nproc "$NPROC" --set task.retriever="$OUT/ict/checkpoints" train.init_from="$OUT/minilm" \
   data.path="$DATA" log.dir="$OUT/mss" ${READER_SET:+$READER_SET}
 for STAGE in reader e2e; do
   # shellcheck disable=SC2086
-  megazoo task retrieval "$STAGE" "retrieval-$STAGE" --set task.retriever="$OUT/finetune/checkpoints" \
+  megazoo task retrieval "$STAGE" "retrieval-$STAGE" --nproc "$NPROC" --set task.retriever="$OUT/finetune/checkpoints" \
     train.init_from="$OUT/minilm" data.path="$DATA" log.dir="$OUT/$STAGE" ${READER_SET:+$READER_SET}
 done

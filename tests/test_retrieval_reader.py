@@ -50,6 +50,34 @@ def test_marginal_likelihood_sums_over_passages_and_spans():
     assert float(ls[0, :rows[0].text_start].exp().sum()) < 1e-4
 
 
+def test_micro_batch_loss_equals_the_per_question_marginal_likelihood():
+    """reader_loss.py on a collated micro-batch (2 questions x 3 passages) against reader.py's
+    per-passage formula; a question without an answer in its passages adds exactly 0."""
+    from types import SimpleNamespace
+
+    from megazoo.tasks.retrieval.inputs import Row
+    from megazoo.tasks.retrieval.reader_data import collate
+    from megazoo.tasks.retrieval.reader_loss import question_losses
+
+    torch.manual_seed(1)
+    texts = [[10, 11, 12, 11], [13, 14, 15, 16], [11, 17, 18, 19]]
+    q1 = [reader_row([5], [6], t, [[11]], CLS, SEP, 32) for t in texts]
+    q2 = [reader_row([5], [6], t, [[99]], CLS, SEP, 32) for t in texts]  # no answer anywhere
+    prior = torch.log_softmax(torch.randn(2, 3), -1)
+    samples = [{"rows": rows, "question": Row([CLS, 5, SEP], [0, 0, 0]), "prior": prior[i]}
+               for i, rows in enumerate((q1, q2))]
+    mb = collate(samples, 0, end_to_end=False)
+    assert mb["input_ids"].shape[0] == 6 and mb["answerable"].tolist() == [1, 0]
+    L = mb["input_ids"].shape[1]
+    start, end = torch.randn(6, L, requires_grad=True), torch.randn(6, L)
+    got = question_losses(SimpleNamespace(start=start, end=end, query=None), mb)
+    ls, le = span_log_probs(start[:3], end[:3], text_mask(q1, L))
+    want = marginal_loss(prior[0], answer_log_likelihood(ls, le, q1))
+    assert float(got[0].detach()) == pytest.approx(float(want.detach()), rel=1e-5) and float(got[1].detach()) == 0.0
+    got.sum().backward()
+    assert torch.isfinite(start.grad).all() and float(start.grad[3:].abs().sum()) == 0.0
+
+
 def test_best_span_respects_the_limit_and_the_retrieval_prior():
     ls = torch.full((2, 6), -10.0)
     le = torch.full((2, 6), -10.0)
@@ -71,6 +99,9 @@ def test_exact_match_normalisation():
     (["task.component=e2e"], "task.component='e2e' is not this stage's (reader)"),
     (["task.top_k=0"], "task.top_k, task.refresh_steps and task.max_answer_tokens must be >= 1"),
     (["task.retriever=''"], "task.retriever: give the retriever's checkpoint"),
+    (["task.retriever_lr=1e-5"], "task.retriever_lr=1e-05: the query tower trains at train.lr on the core trainer"),
+    (["task.reader_init=x"], "task.reader_init: give the reader's BERT as train.init_from"),
+    (["train.init_from=null"], "the reader needs a BERT to start from: train.init_from"),
 ])
 def test_reader_recipe_errors_are_one_line(extra, message, capsys):
     assert megazoo(["task", "retrieval", "reader", "retrieval-reader", "--set", *extra]) == 2

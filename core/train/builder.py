@@ -20,6 +20,9 @@ and, with defaults here (next-token pretraining on megazoo.core.data's GPT sampl
     collate(samples) -> micro-batch dict                                 stacks the samples
     loss_counts(micro_batches) -> {name: count}; loss(out, mb, counts)   token mean of the loss
     evaluate(chunks, ctx, dtype) -> {metric: value}                      task metrics (none here)
+and optionally:
+    before_step(step, chunks, ctx, dtype)   called by the trainer on every rank before each step
+                                            (collective), e.g. re-retrieval with the current model
 
 Loss rule (see trainer.py): the trainer sums `loss_counts` over the global batch (all micro-batches
 and data-parallel ranks); each micro-batch contributes `loss(out, mb, counts)`, its share of the

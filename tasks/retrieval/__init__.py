@@ -11,7 +11,7 @@ salient spans (REALM-style pretraining).
 
 Training is a recipe for the core trainer (`task: retrieval`, megazoo.tasks.retrieval.builder);
 the stages are `megazoo task retrieval pretrain|finetune|index|evaluate|reader|e2e|mss|generate ...`
-(cli.py); reader, e2e and mss run reader_train.py's one-process loop.
+(cli.py); reader, e2e and mss train on the core trainer too (reader_builder.py, `task.component`).
 """
 
 from megazoo.tasks.retrieval.data import (Passage, Question, RetrievalFormatError, read_dpr_json, read_passages,

@@ -298,5 +298,10 @@ class Fixed:
         return self.examples.get(i % self.n)
 
 
-def build(task: dict, model: dict, recompute: str = "none") -> RetrievalBuilder:
+def build(task: dict, model: dict, recompute: str = "none") -> TaskBuilder:
+    """The retriever (task.objective), or the reader stages when the recipe names task.component."""
+    if "component" in task:
+        from megazoo.tasks.retrieval.reader_builder import ReaderBuilder
+
+        return ReaderBuilder(task, model, recompute)
     return RetrievalBuilder(task, model, recompute)

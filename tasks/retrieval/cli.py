@@ -10,7 +10,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "evaluate": ("megazoo.tasks.retrieval.cli_evaluate", "top-k accuracy (DPR): evaluate --passages FILE.tsv --qas FILE "
                                                           "--checkpoint CKPT [--index DIR] --out FILE.json"),
     "reader": ("megazoo.tasks.retrieval.cli_reader", "the extractive span reader trained on fixed retrieval "
-                                                      "(marginal likelihood over the top-k): reader RECIPE"),
+                                                      "(marginal likelihood over the top-k): reader RECIPE [--nproc N]"),
     "e2e": ("megazoo.tasks.retrieval.cli_e2e", "end-to-end reader + query encoder, individual top-k, index "
                                                 "refreshed every N steps: e2e RECIPE [--set k=v ...]"),
     "mss": ("megazoo.tasks.retrieval.cli_mss", "masked salient span pretraining (REALM-style, from an ICT retriever): "

@@ -1,5 +1,5 @@
-"""`megazoo task retrieval e2e RECIPE [--set k=v ...]`: the reader and the query encoder trained end to end
-(individual top-k) (reader_train.py)."""
+"""`megazoo task retrieval e2e RECIPE [--set k=v ...] [--nproc N]`: the reader and the query encoder trained end to end
+(individual top-k) (reader_builder.py on the core trainer)."""
 
 from __future__ import annotations
 

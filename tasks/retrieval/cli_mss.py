@@ -1,5 +1,5 @@
-"""`megazoo task retrieval mss RECIPE [--set k=v ...]`: masked salient span pretraining: the reader finds masked
-entities and dates in retrieved blocks, training the query tower (reader_train.py, mss.py)."""
+"""`megazoo task retrieval mss RECIPE [--set k=v ...] [--nproc N]`: masked salient span pretraining: the reader finds masked
+entities and dates in retrieved blocks, training the query tower (reader_builder.py on the core trainer, mss.py)."""
 
 from __future__ import annotations
 

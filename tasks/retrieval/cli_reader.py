@@ -1,5 +1,5 @@
-"""`megazoo task retrieval reader RECIPE [--set k=v ...]`: the extractive reader trained on fixed
-retrieval (reader_train.py)."""
+"""`megazoo task retrieval reader RECIPE [--set k=v ...] [--nproc N]`: the extractive reader trained on fixed
+retrieval (reader_builder.py on the core trainer)."""
 
 from __future__ import annotations
 
