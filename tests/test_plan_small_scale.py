@@ -116,13 +116,27 @@ def test_planner_state_bytes_equal_a_measured_cpu_run(tmp_path):
                 assert got["grads"] == 4 * plan.params * (1 + 1 / layout.dp), (name, rank, got)
 
 
+def _optimizer_bytes(chunks, ctx, dtype, bucket: int):
+    """(buffers, state bytes, (weights, grads, optimizer) bytes) of megazoo's distributed optimizer on
+    `chunks` at `ctx`, after one Adam step has allocated the moments of this rank's fragments."""
+    from megazoo.core.optim import AdamWSettings, ConstantScaler, MixedPrecisionOptimizer
+
+    opt = MixedPrecisionOptimizer(chunks, ctx, AdamWSettings(distributed=True, bucket_size=bucket), dtype,
+                                  ConstantScaler(1.0))
+    opt.adam.step()
+    buf, state = opt.buffers, opt.state_bytes()
+    measured = (buf.param_data.untyped_storage().nbytes(),
+                buf.main_grad.untyped_storage().nbytes() + buf.grad_shard.untyped_storage().nbytes(),
+                state["main_params"] + state["optimizer_state"])
+    return buf, state, measured
+
+
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_planner_counts_bucket_padding_of_every_dp_rank(precision):
     """Odd sizes (hidden 62, ffn 250, 33 positions) and small buckets, so that buckets are padded to a
     multiple of dp = 4 and the ranks own different numbers of real elements: the planner must follow
     megazoo's buffers and distributed optimizer for each data-parallel rank (built in one process with
     a stand-in context; only the layout is checked, no collective runs)."""
-    from megazoo.core.optim import AdamWSettings, ConstantScaler, MixedPrecisionOptimizer
     from megazoo.core.parallel.context import ParallelContext
     from megazoo.core.train import RunConfig
 
@@ -136,14 +150,7 @@ def test_planner_counts_bucket_padding_of_every_dp_rank(precision):
     for rank in range(dp):
         chunks = builder.chunks(ParallelContext.single(), 0)
         ctx = ParallelContext(dp=dp, rank=rank, world_size=dp)  # no process groups: nothing is reduced
-        opt = MixedPrecisionOptimizer(chunks, ctx, AdamWSettings(distributed=True, bucket_size=bucket),
-                                      cfg.compute_dtype, ConstantScaler(1.0))
-        opt.adam.step()  # allocates Adam's moments for this rank's fragments
-        buf = opt.buffers
-        state = opt.state_bytes()
-        measured = (buf.param_data.untyped_storage().nbytes(),
-                    buf.main_grad.untyped_storage().nbytes() + buf.grad_shard.untyped_storage().nbytes(),
-                    state["main_params"] + state["optimizer_state"])
+        buf, state, measured = _optimizer_bytes(chunks, ctx, cfg.compute_dtype, bucket)
         plan = stage_memory(shape, layout, 0, 0.0, dp_rank=rank)
         assert (plan.weights, plan.grads, plan.optimizer) == measured, (rank, plan, measured)
         assert buf.numel > plan.params and len(buf.buckets) > 1  # padded, several buckets
@@ -171,7 +178,6 @@ def test_planner_counts_expert_buffers_of_every_rank(precision):
     buckets of their own, sharded over the expert-dp ranks (2), the dense ones over dp (4); odd
     sizes pad the buckets. The planner must equal the buffers and optimizer state of every rank
     (built in one process per rank, without process groups; no collective runs)."""
-    from megazoo.core.optim import AdamWSettings, ConstantScaler, MixedPrecisionOptimizer
     from megazoo.core.parallel.context import ParallelContext
 
     dp, ep, bucket = 4, 2, 3000
@@ -180,14 +186,7 @@ def test_planner_counts_expert_buffers_of_every_rank(precision):
     shard_counts = set()
     for rank in range(dp):
         ctx = ParallelContext(dp=dp, ep=ep, rank=rank, world_size=dp)
-        opt = MixedPrecisionOptimizer(builder.chunks(ctx, 0), ctx, AdamWSettings(distributed=True, bucket_size=bucket),
-                                      cfg.compute_dtype, ConstantScaler(1.0))
-        opt.adam.step()
-        buf = opt.buffers
-        state = opt.state_bytes()
-        measured = (buf.param_data.untyped_storage().nbytes(),
-                    buf.main_grad.untyped_storage().nbytes() + buf.grad_shard.untyped_storage().nbytes(),
-                    state["main_params"] + state["optimizer_state"])
+        buf, _, measured = _optimizer_bytes(builder.chunks(ctx, 0), ctx, cfg.compute_dtype, bucket)
         plan = stage_memory(shape, layout, 0, 0.0, dp_rank=rank)
         assert (plan.weights, plan.grads, plan.optimizer) == measured, (rank, plan, measured)
         shard_counts |= {b.shards for b in buf.buckets}
