@@ -156,7 +156,7 @@ def section(res: dict) -> str:
              "SmolLM2-135M (top 8 of 30 layers) as generator and keyword predictor (the generator "
              f"{res.get('generator_steps', 40)} steps of 8 pairs, the recipe's task.swap_antonyms 0.2), MiniLM as "
              "ranker, a WordNet knowledge base in ConceptNet's format; `python bench/bench_story.py`, "
-             f"{wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU on 2 shared CPU cores (load average "
+             f"{wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU on 2 CPU cores (load average "
              f"{min(x['load_start'] for x in t.values()):.1f}-{max(x['load_end'] for x in t.values()):.1f}).", "",
              "| hand-written stories (24) | control rate of the gold keywords | Repeat-4 | Distinct-4 |",
              "|---|---|---|---|"]
