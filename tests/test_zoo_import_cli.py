@@ -35,7 +35,7 @@ def edited_copy(src, dst, edit):
 
 def test_unsupported_model_type_lists_supported(tmp_path, capsys):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt_neox", "hidden_size": 8}))
-    with pytest.raises(HFImportError, match=r"unsupported model_type 'gpt_neox'.*bert, gpt2, llama, megatron-bert, t5"):
+    with pytest.raises(HFImportError, match=r"unsupported model_type 'gpt_neox'.*bert, gpt2, llama, megatron-bert, mixtral, t5"):
         convert_from_hf(tmp_path)
     assert main(["import-hf", str(tmp_path), str(tmp_path / "out")]) == 2
     assert "unsupported model_type 'gpt_neox'" in capsys.readouterr().err
