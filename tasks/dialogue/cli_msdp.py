@@ -71,6 +71,7 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
+    from megazoo.core.fs import write_text_atomic
     from megazoo.tasks.dialogue import msdp
     from megazoo.tasks.dialogue.data import read_any
     from megazoo.tasks.dialogue.decode import greedy_lines, load_decoder
@@ -95,7 +96,7 @@ def run(args) -> int:
     print(file=sys.stderr)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps({"line": s.line, "text": t}) + "\n" for s, t in zip(samples, texts)))
+    write_text_atomic(out, "".join(json.dumps({"line": s.line, "text": t}) + "\n" for s, t in zip(samples, texts)))
     if prompts:  # the first prompt as the model saw it, to read
         out.with_suffix(".prompt.txt").write_text(prompts[0] + "\n")
     print(f"{len(texts)} {args.stage} generations written to {out}")

@@ -20,11 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    import json
     from pathlib import Path
 
     import torch
 
+    from megazoo.core.fs import write_json_atomic
     from megazoo.tasks.dialogue.decode import load_decoder
     from megazoo.tasks.dialogue.respond import pairs_of, response_perplexity
     from megazoo.tasks.dialogue.stage import ERRORS, fail
@@ -40,7 +40,7 @@ def run(args) -> int:
               "checkpoint": str(args.checkpoint), "data": str(args.data)}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    write_json_atomic(out, record, indent=2)
     print(f"perplexity {figures['perplexity']:.3f} over {figures['tokens']} response tokens ({figures['n']} responses)"
           f"{' without' if args.without else ' with'} {'the reference' if args.kind == 'actor' else 'knowledge'}")
     return 0

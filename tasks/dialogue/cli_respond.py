@@ -28,6 +28,7 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
+    from megazoo.core.fs import write_text_atomic
     from megazoo.tasks.dialogue.decode import greedy_lines, load_decoder
     from megazoo.tasks.dialogue.respond import pairs_of
     from megazoo.tasks.dialogue.stage import ERRORS, fail
@@ -40,6 +41,6 @@ def run(args) -> int:
     texts = greedy_lines(model, tok, [p.prompt for p in pairs], args.max_new_tokens, args.batch)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps({"line": p.line, "text": t}) + "\n" for p, t in zip(pairs, texts)))
+    write_text_atomic(out, "".join(json.dumps({"line": p.line, "text": t}) + "\n" for p, t in zip(pairs, texts)))
     print(f"{len(texts)} responses written to {out}")
     return 0

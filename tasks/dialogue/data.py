@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from megazoo.core.fs import write_text_atomic
 from megazoo.eval.readers.common import LineError, numbered_lines, read_jsonl, read_text
 from megazoo.eval.metrics.dialogue import NO_PASSAGE
 from megazoo.tasks.dialogue.jsonpos import array_items, object_members
@@ -230,7 +231,7 @@ def read_tsv(path) -> list[Sample]:
 def write_tsv(samples: list[Sample], path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(s.tsv() for s in samples))
+    write_text_atomic(path, "".join(s.tsv() for s in samples))
     return path
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from megazoo.core.fs import write_json_atomic, write_text_atomic
 from megazoo.eval.metrics import bleu, meteor, rouge_l, unigram_prf
 from megazoo.eval.metrics.dialogue import knowledge_f1_scores, unigram_f1_scores
 from megazoo.eval.readers.common import LineError
@@ -80,7 +81,7 @@ def per_example(responses: list[str], samples: list) -> list[dict]:
 def write_evaluation(out, record: dict, examples: list[dict]) -> tuple[Path, Path]:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    write_json_atomic(out, record, indent=2)
     pred = out.with_suffix(".predictions.jsonl")
-    pred.write_text("".join(json.dumps(e) + "\n" for e in examples))
+    write_text_atomic(pred, "".join(json.dumps(e) + "\n" for e in examples))
     return out, pred

@@ -12,6 +12,7 @@ A row with fewer than five non-empty sentences is an error `file:line: problem`.
 from __future__ import annotations
 
 import csv
+import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import torch
 
 from megazoo.core.data.errors import DataError
+from megazoo.core.fs import write_bytes_atomic
 
 HEADER = ["storyid", "storytitle", "sentence1", "sentence2", "sentence3", "sentence4", "sentence5"]
 CLOZE = ["InputStoryid", "InputSentence1", "InputSentence2", "InputSentence3", "InputSentence4",
@@ -96,13 +98,12 @@ def write_rocstories(path, stories: list[Story]) -> Path:
     """The raw ROCStories CSV of `stories` (written atomically)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(HEADER)
-        for s in stories:
-            w.writerow([s.id, s.title, *s.sentences])
-    tmp.replace(path)
+    text = io.StringIO(newline="")
+    w = csv.writer(text)
+    w.writerow(HEADER)
+    for s in stories:
+        w.writerow([s.id, s.title, *s.sentences])
+    write_bytes_atomic(path, text.getvalue().encode("utf-8"))  # the csv module's own line ends, untranslated
     return path
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from megazoo.core.data.errors import DataError
+from megazoo.core.fs import atomic_file
 
 TEMPLATES = {
     "IsA": "{h} is a {t}", "UsedFor": "{h} is used for {t}", "PartOf": "{h} is part of {t}",
@@ -117,12 +118,10 @@ def write_conceptnet(path, triples: list[Triple]) -> Path:
     """Triples as ConceptNet 5 CSV lines (what read_conceptnet reads back)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_file(path, "w") as f:
         for t in triples:
             h, e = (ENGLISH + x.replace(" ", "_") for x in (t.head, t.tail))
             f.write(f"/a/[/r/{t.relation}/,{h}/,{e}/]\t/r/{t.relation}\t{h}\t{e}\t" + '{"weight": 1.0}\n')
-    tmp.replace(path)
     return path
 
 

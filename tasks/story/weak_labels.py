@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 
 from megazoo.core.data.errors import DataError
+from megazoo.core.fs import write_text_atomic
 from megazoo.tasks.story.keywords import story_keywords
 
 
@@ -66,9 +67,7 @@ def minilm_embed(checkpoint):
 def write_jsonl(path, rows: list[dict]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
