@@ -75,6 +75,7 @@ class Trainer:
         # the allocator policy is set before the first big tensor: memory that stays mapped
         self.allocator_policy = set_allocator_policy(t.allocator, ctx.device)
         self.chunks = self.builder.chunks(ctx, t.seed)
+        self.has_moe = bool(self.builder.to_dict().get("moe"))  # MoE metrics in the log (collective: every rank)
         check_context_parallel(cfg, self.builder, self.chunks)
         for c in self.chunks:
             c.train()
@@ -301,7 +302,7 @@ class Trainer:
                     record["loss_scale"] = out["loss_scale"]
                 if out["skipped"]:
                     record["skipped"] = True
-                if self.builder.to_dict().get("moe"):  # every rank: the MoE values are summed over ranks
+                if self.has_moe:  # every rank: the MoE values are summed over ranks
                     record.update(moe_metrics(self.chunks, self.ctx))
                 self.monitor.train_step(record)
             self.monitor.advance()

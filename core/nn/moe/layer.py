@@ -30,9 +30,10 @@ class MoELayer(nn.Module):
         self.router = Router(cfg, ctx, dtype=dtype, device=device)
         self.experts = Experts(cfg, ctx, dtype=dtype, device=device)
         self.aux_grad_scale = 1.0  # set per step by set_aux_grad_scale (1 / micro-batches x loss scale)
-        self.stats: dict[str, float] = {}
+        self.stats: dict[str, torch.Tensor | float] = {}
 
-    def _record(self, **values: float) -> None:
+    def _record(self, **values: torch.Tensor | float) -> None:
+        """Add to the log's sums; tensors stay on the device (read once per log line, not per layer)."""
         for key, value in values.items():
             self.stats[key] = self.stats.get(key, 0.0) + value
 
@@ -48,13 +49,13 @@ class MoELayer(nn.Module):
             aux, z, _ = self.router.losses(routing)
             loss = moe.aux_loss * aux + moe.z_loss * z
             weights = attach_loss(weights, loss, self.aux_grad_scale)
-            self._record(aux_loss=float(aux.detach()), z_loss=float(z.detach()), calls=1.0)
+            self._record(aux_loss=aux.detach(), z_loss=z.detach(), calls=1.0)
         keep = None
         if moe.capacity_factor is not None:
             capacity = expert_capacity(tokens.shape[0], moe.top_k, moe.num_experts, moe.capacity_factor)
             keep = keep_mask(weights, routing.experts, moe.num_experts, capacity)
             if self.training:
-                self._record(dropped=float((~keep).sum()), assigned=float(keep.numel()))
+                self._record(dropped=(~keep).sum(), assigned=float(keep.numel()))
         out = dispatch_combine(tokens, weights, routing.experts, keep, self.experts, moe.num_experts, ctx)
         out = out.view(shape)
         if ctx.sp:

@@ -31,8 +31,8 @@ def moe_metrics(chunks: list[nn.Module], ctx: ParallelContext) -> dict[str, floa
     totals = torch.zeros(5, dtype=torch.float64)
     for layer in moe_layers(chunks):
         s = layer.stats
-        totals += torch.tensor([s.get("aux_loss", 0.0), s.get("z_loss", 0.0), s.get("calls", 0.0),
-                                s.get("dropped", 0.0), s.get("assigned", 0.0)], dtype=torch.float64)
+        totals += torch.tensor([float(s.get(k, 0.0)) for k in ("aux_loss", "z_loss", "calls", "dropped", "assigned")],
+                               dtype=torch.float64)
         layer.stats = {}
     if ctx.tp_rank != 0:  # tp ranks route the same tokens: one of them counts
         totals.zero_()
