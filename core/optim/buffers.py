@@ -51,18 +51,17 @@ class GradBuffers:
     def __init__(self, params: list[nn.Parameter], dtype: torch.dtype, ctx: ParallelContext, distributed: bool,
                  bucket_size: int = 10_000_000, overlap: bool = True):
         self.ctx, self.dtype, self.distributed, self.overlap = ctx, dtype, distributed, overlap
-        # dense gradients are reduced over dp x cp (the cp ranks see other tokens of the same samples)
-        self.group, self.group_size = ctx.dp_cp_group, ctx.dp_cp
-        self.shards = ctx.dp_cp if distributed else 1
-        self.shard_rank = ctx.dp_cp_rank if distributed else 0
         self.params = params
+
         def is_expert(p):
             return getattr(p, "expert", False)
 
         early = [p for p in reversed(params) if not getattr(p, "shared_embedding", False) and not is_expert(p)]
         experts = [p for p in reversed(params) if is_expert(p)]
         late = [p for p in reversed(params) if getattr(p, "shared_embedding", False) and not is_expert(p)]
-        dense = (self.group, self.group_size, self.shards, self.shard_rank)
+        # (group, its size, shards, this rank's shard) of each kind of bucket: dense gradients are reduced
+        # over dp x cp (the cp ranks see other tokens of the same samples), expert ones over expert-dp
+        dense = (ctx.dp_cp_group, ctx.dp_cp, ctx.dp_cp if distributed else 1, ctx.dp_cp_rank if distributed else 0)
         expert = (ctx.expert_dp_group, ctx.expert_dp, ctx.expert_dp if distributed else 1,
                   ctx.expert_dp_rank if distributed else 0)
 
