@@ -8,7 +8,6 @@ a killed run or one whose train.steps was raised."""
 
 from __future__ import annotations
 
-import json
 import sys
 from functools import partial
 from pathlib import Path
@@ -71,6 +70,7 @@ def run_here(stage: str, cfg) -> int:
 def train_reader(cfg) -> dict:
     """The core trainer on the reader builder, then the stage's record (every rank returns it;
     rank 0 writes the files)."""
+    from megazoo.core.fs import write_json_atomic
     from megazoo.core.train.trainer import Trainer
     from megazoo.tasks.retrieval.reader_eval import save_retriever
 
@@ -97,8 +97,8 @@ def train_reader(cfg) -> dict:
             record["retriever_out"] = str(save_retriever(trainer.chunks[0].query, builder.evidence, s.retriever, out,
                                                          write=rank0))
         if rank0:
-            (out / "reader.json").write_text(json.dumps(record, indent=1))
-            (out / "reader.predictions.json").write_text(json.dumps({"predictions": builder.predictions}, indent=0))
+            write_json_atomic(out / "reader.json", record, indent=1)
+            write_json_atomic(out / "reader.predictions.json", {"predictions": builder.predictions}, indent=0)
         sys.stdout.flush()
         return record
     finally:
