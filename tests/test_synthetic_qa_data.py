@@ -118,8 +118,8 @@ def test_prompt_holds_the_answer_sentence():
 
 
 def test_generate_stage(tmp_path):
-    assert megazoo(["task", "synthetic_qa", "generate", str(tmp_path / "d"), "--train-paragraphs", "20",
-                    "--text-paragraphs", "5"]) == 0
+    assert megazoo(["task", "synthetic_qa", "generate", str(tmp_path / "d"), "--bootstrap", "templates",
+                    "--train-paragraphs", "20", "--text-paragraphs", "5"]) == 0
     train = read_squad(tmp_path / "d" / "train.json")
     text = read_squad(tmp_path / "d" / "paragraphs.json")
     dev = read_squad(tmp_path / "d" / "dev.json")
@@ -128,6 +128,22 @@ def test_generate_stage(tmp_path):
     assert not contexts & {c for _, c in train.paragraphs + text.paragraphs}  # the dev text is held out
     pairs = [json.loads(line) for line in (tmp_path / "d" / "qg.jsonl").read_text().splitlines()]
     assert len(pairs) == len(train.questions) and pairs[0]["response"] == " " + train.questions[0].question
+
+
+def test_generate_stage_trains_on_the_handwritten_set_and_keeps_its_text_out(tmp_path):
+    from megazoo.tasks.synthetic_qa.generate import HANDWRITTEN
+
+    assert megazoo(["task", "synthetic_qa", "generate", str(tmp_path / "d"), "--text-paragraphs", "30"]) == 0
+    train = read_squad(tmp_path / "d" / "train.json")
+    hand = read_squad(HANDWRITTEN)
+    assert [(q.id, q.question, q.answers) for q in train.questions] == [(q.id, q.question, q.answers)
+                                                                         for q in hand.questions]
+    text = read_squad(tmp_path / "d" / "paragraphs.json")
+    assert len(text.paragraphs) == 30
+    held = {c for _, c in hand.paragraphs} | {c for _, c in read_squad(DEV).paragraphs}
+    assert not held & {c for _, c in text.paragraphs}  # neither training nor dev text is made into questions
+    pairs = [json.loads(line) for line in (tmp_path / "d" / "qg.jsonl").read_text().splitlines()]
+    assert [p["response"] for p in pairs] == [" " + q.question for q in hand.questions]
 
 
 @pytest.mark.parametrize("argv, message", [

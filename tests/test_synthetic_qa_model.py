@@ -157,6 +157,17 @@ def test_answers_questions_filter_stages(runs, tmp_path):
     counts = json.loads((tmp_path / "questions.counts.json").read_text())
     assert counts["answers"] == len(f.questions) and counts["sampled"] == 2 * len(f.questions)
     assert counts["questions"] + counts["empty"] + counts["not_question"] + counts["repeated"] == counts["sampled"]
+    # --dtype bf16: the decoder is loaded and sampled in bf16 (the recipe's choice on native-bf16 hardware)
+    import torch
+
+    from megazoo.tasks.synthetic_qa.questions import load_decoder
+
+    model, _ = load_decoder(tmp_path / "qg", torch.bfloat16)
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+    assert megazoo(["task", "synthetic_qa", "questions", "--data", str(cands), "--checkpoint", str(tmp_path / "qg"),
+                    "--out", str(tmp_path / "q16.json"), "--samples", "1", "--max-new-tokens", "4",
+                    "--dtype", "bf16"]) == 0
+    assert json.loads((tmp_path / "q16.counts.json").read_text())["sampled"] == len(f.questions)
     # filter: the tiny QA model answers the dev questions back; kept + rejected = all
     kept, rej = tmp_path / "kept.json", tmp_path / "rejected.json"
     assert megazoo(["task", "synthetic_qa", "filter", "--data", str(root / "valid.json"), "--checkpoint",

@@ -1,5 +1,5 @@
 """`megazoo task synthetic_qa questions --data ANSWERS.json --checkpoint QG --out FILE.json
-[--samples N] [--top-k K] [--top-p P]`: N sampled questions per answer (questions.py). Every
+[--samples N] [--top-k K] [--top-p P] [--dtype fp32|bf16]`: N sampled questions per answer (questions.py). Every
 question of the data with an answer is a candidate (its question text is ignored), so the answers
 stage's file or any SQuAD file can be used. The counts go to FILE.counts.json.
 """
@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=positive_int, default=32)
     parser.add_argument("--batch", type=positive_int, default=32, help="sequences per generate call")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32",
+                        help="bf16 halves the sampling time on CPUs with native bf16 (avx512_bf16/amx) and GPUs")
 
 
 def run(args) -> int:
@@ -38,9 +40,11 @@ def run(args) -> int:
         answers = [q for q in f.questions if q.answers]
         if not answers:
             raise ValueError(f"{args.data}: holds no answers to ask about")
-        model, tokenizer = load_decoder(args.checkpoint)
+        import torch
+
+        model, tokenizer = load_decoder(args.checkpoint, torch.bfloat16 if args.dtype == "bf16" else None)
         sampled = sample_questions(model, tokenizer, prompts_of(answers), args.samples, args.top_k, args.top_p,
-                                   args.temperature, args.max_new_tokens, args.batch, args.seed)
+                                   args.temperature, args.max_new_tokens, args.batch, args.seed, progress=True)
         questions, counts = write_questions(answers, sampled)
         out = write_squad(args.out, f.paragraphs, questions)
         write_json_atomic(out.with_name(out.stem + ".counts.json"), counts)

@@ -1,17 +1,20 @@
 """`generate`: the offline data of the pipeline, from the embedded corpus (megazoo.core.data.corpus,
 the standard library's documentation as prose). Generated data, not SQuAD.
 
-    OUT/train.json       SQuAD v1.1: template questions (templates.py) about the train paragraphs;
-                         what the answer extractor, the question generator and the filter's QA
-                         model are bootstrapped on
+    OUT/train.json       SQuAD v1.1: what the answer extractor, the question generator and the
+                         filter's QA model are trained on (Puri et al. train them on SQuAD, human
+                         questions): by default the package's hand-written training set
+                         (data/train.json: 294 questions on 98 corpus paragraphs); `--bootstrap
+                         templates` uses template questions (templates.py) instead, `both` both
     OUT/qg.jsonl         the question generator's pairs {prompt, response} from train.json (task sft)
     OUT/paragraphs.json  SQuAD v1.1 without questions: the text the synthetic data is made from
     OUT/dev.json         the hand-written dev set (package data, data/dev.json)
 
 Paragraphs are those of 200-700 characters without code (the corpus with its class and function
-docstrings), deduplicated and shuffled by the seed; the dev set's paragraphs, and every paragraph
-sharing a sentence with one of them, are left out of both splits. A paragraph goes to train when templates find questions in it and train is not full, else
-to the text.
+docstrings), deduplicated and shuffled by the seed. The dev set's paragraphs, and every paragraph
+sharing a sentence with one of them, are left out of everything; the hand-written training
+paragraphs are left out of the text. With templates, a paragraph goes to train when templates find
+questions in it and train is not full, else to the text.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from megazoo.tasks.synthetic_qa.squad import Question, read_squad, write_squad
 from megazoo.tasks.synthetic_qa.templates import paragraph_questions, sentences
 
 CODE = set("=(){}[]<>#@%|\\;")
+HANDWRITTEN = Path(__file__).parent / "data" / "train.json"
+BOOTSTRAPS = ("handwritten", "templates", "both")
 
 
 def _sentence_keys(paragraph: str) -> set:
@@ -52,20 +57,32 @@ def corpus_paragraphs(exclude: set, seed: int) -> list[str]:
     return out
 
 
-def generate(out, seed: int = 0, train_paragraphs: int = 400, text_paragraphs: int = 150) -> dict:
-    """Write the four files (see the module doc); returns their counts."""
+def generate(out, seed: int = 0, train_paragraphs: int = 400, text_paragraphs: int = 600,
+             bootstrap: str = "handwritten") -> dict:
+    """Write the four files (see the module doc); returns their counts. train_paragraphs caps the
+    template paragraphs (templates, both)."""
+    if bootstrap not in BOOTSTRAPS:
+        raise ValueError(f"--bootstrap must be one of {', '.join(BOOTSTRAPS)}, got {bootstrap!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     dev = read_squad(DEV)
-    paras = corpus_paragraphs({c for _, c in dev.paragraphs}, seed)
-    train_p, text_p, questions = [], [], []
-    for p in paras:
-        qs = paragraph_questions(p)
-        if qs and len(train_p) < train_paragraphs:
+    train_p, questions = [], []
+    held = {c for _, c in dev.paragraphs}
+    if bootstrap in ("handwritten", "both"):
+        hand = read_squad(HANDWRITTEN)
+        train_p = list(hand.paragraphs)
+        questions = list(hand.questions)
+        held |= {c for _, c in hand.paragraphs}
+    text_p = []
+    templates = 0
+    for p in corpus_paragraphs(held, seed):
+        qs = paragraph_questions(p) if bootstrap != "handwritten" and templates < train_paragraphs else []
+        if qs:
             for question, answer, start in qs:
-                questions.append(Question(f"t{len(train_p):04d}-{len(questions):05d}", question, p, [(answer, start)],
+                questions.append(Question(f"t{templates:04d}-{len(questions):05d}", question, p, [(answer, start)],
                                           paragraph=len(train_p)))
-            train_p.append((f"train-{len(train_p) // 20:03d}", p))
+            train_p.append((f"train-{templates // 20:03d}", p))
+            templates += 1
         elif len(text_p) < text_paragraphs:
             text_p.append((f"text-{len(text_p) // 20:03d}", p))
     write_squad(out / "train.json", train_p, questions)
@@ -76,5 +93,5 @@ def generate(out, seed: int = 0, train_paragraphs: int = 400, text_paragraphs: i
             f.write(json.dumps({"prompt": qg_prompt(q.context, start, text), "response": " " + q.question},
                                ensure_ascii=False) + "\n")
     shutil.copyfile(DEV, out / "dev.json")
-    return {"train_paragraphs": len(train_p), "train_questions": len(questions), "text_paragraphs": len(text_p),
-            "dev_questions": len(dev.questions)}
+    return {"bootstrap": bootstrap, "train_paragraphs": len(train_p), "train_questions": len(questions),
+            "text_paragraphs": len(text_p), "dev_questions": len(dev.questions)}

@@ -13,8 +13,9 @@ from megazoo.tasks.synthetic_qa.prompts import clean_question, qg_prompt
 from megazoo.tasks.synthetic_qa.squad import Question
 
 
-def load_decoder(checkpoint):
-    """(model, Hugging Face tokenizer) of a decoder checkpoint in one process."""
+def load_decoder(checkpoint, dtype=None):
+    """(model, Hugging Face tokenizer) of a decoder checkpoint in one process; dtype None: the
+    checkpoint's (fp32)."""
     from transformers import AutoTokenizer
 
     from megazoo.eval.loading import load_lm
@@ -24,15 +25,17 @@ def load_decoder(checkpoint):
 
     if (Path(checkpoint) / "checkpoints").is_dir() and not (Path(checkpoint) / "model.yaml").is_file():
         checkpoint = Path(checkpoint) / "checkpoints"  # a run folder: its checkpoints
-    lm = load_lm(checkpoint)
+    lm = load_lm(checkpoint, dtype=dtype)
     return lm.model, AutoTokenizer.from_pretrained(str(tokenizer_dir(checkpoint)))
 
 
 def sample_questions(model, tokenizer, prompts: list[str], samples: int, top_k: int = 0, top_p: float = 0.9,
                      temperature: float = 1.0, max_new_tokens: int = 32, batch: int = 32,
-                     seed: int = 0) -> list[list[str]]:
+                     seed: int = 0, progress: bool = False) -> list[list[str]]:
     """`samples` cleaned questions per prompt (sampled; the same seed gives the same questions).
     Prompts are batched by token length, so a batch pads little (the prefill is most of the cost)."""
+    from tqdm import tqdm
+
     from megazoo.zoo.generate import generate
 
     flat = [p for p in prompts for _ in range(samples)]
@@ -40,6 +43,7 @@ def sample_questions(model, tokenizer, prompts: list[str], samples: int, top_k: 
     order = sorted(range(len(ids)), key=lambda k: len(ids[k]))  # batches of like lengths: little left padding
     eos = tokenizer.eos_token_id
     texts = [""] * len(ids)
+    bar = tqdm(total=len(ids), desc="questions", unit="q", disable=not progress)
     for i in range(0, len(ids), batch):
         rows = order[i:i + batch]
         out = generate(model, [ids[k] for k in rows], max_new_tokens, do_sample=True, top_k=top_k, top_p=top_p,
@@ -47,6 +51,8 @@ def sample_questions(model, tokenizer, prompts: list[str], samples: int, top_k: 
                        stop_strings=["?", "\n"], tokenizer=tokenizer, seed=seed + i)
         for k, o in zip(rows, out):
             texts[k] = clean_question(tokenizer.decode(o, skip_special_tokens=True))
+        bar.update(len(rows))
+    bar.close()
     return [texts[k * samples:(k + 1) * samples] for k in range(len(prompts))]
 
 
