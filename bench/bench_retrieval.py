@@ -10,10 +10,19 @@ Each part is one run (each within 15 minutes on 2 cores); `finetune` needs the I
 `ict`. Results go to runs/.../PART.json and a markdown section per part under
 bench/retrieval_results.md (pasted into bench/RESULTS.md); the top-k curve to bench/retrieval_topk.png.
 
-ict: held-out sentence-to-passage retrieval. For one sentence of each dev/test passage (documents
-ICT never trains on), the passage without that sentence is the target in the whole collection
-(ICT's own task with query_in_block_prob 0). Top-k by passage id for the imported all-MiniLM-L6-v2
-(mean pooling), BM25 (bm25s) and MiniLM after ICT on the training documents (recipe retrieval-ict).
+ict: held-out sentence-to-passage retrieval. For up to two sentences of each dev/test passage
+(documents ICT never trains on), the passage without them is the target in the whole collection
+(ICT's own task with query_in_block_prob 0); with --thin-all every other passage loses as many
+random sentences, so the targets are not the only short passages (mean pooling gives a short
+passage a longer vector, which dot-product search favours: without it the untrained MiniLM scores
+higher with dot than with its own cosine). Top-k by passage id for the imported all-MiniLM-L6-v2
+(mean pooling; dot and cosine, the lift is taken over the better), BM25 (bm25s) and MiniLM after
+ICT on the training documents (recipe retrieval-ict; --ict-similarity cosine --ict-scale 20 by
+default, a fresh query sentence of each block every epoch). --name NAME writes runs/.../NAME.json
+and NAME.md only (an experiment); --ict-checkpoint DIR evaluates an earlier ICT run without training.
+
+    python bench/bench_retrieval.py ict --threads 2 --question-length 64 --passage-length 256 \
+        --ict-lr 5e-5 --ict-epochs 3 --ict-set task.ict_block_length=160 --thin-all
 finetune: DPR top-k (has_answer) on nq-test.csv for BM25, MiniLM, ICT, and ICT + supervised
 fine-tuning on nq-train.json (recipe retrieval-finetune; BM25-mined hard negatives).
 """
@@ -62,13 +71,16 @@ def prepare(out: Path) -> tuple[Path, Path]:
     return data, minilm
 
 
-def heldout_task(data: Path, out: Path, seed: int = 0, per_passage: int = 2):
+def heldout_task(data: Path, out: Path, seed: int = 0, per_passage: int = 2, thin_all: bool = False):
     """(collection file, queries, target ids): up to `per_passage` sentences of each held-out passage
-    become queries and are removed from it (at least one sentence stays)."""
+    become queries and are removed from it (at least one sentence stays). `thin_all`: every other
+    passage loses as many random sentences too, so a target is not marked out by being short (mean
+    pooling gives a short passage a longer vector, which inner-product search favours)."""
     import csv
 
     import numpy as np
 
+    from megazoo.core.data.text import split_sentences
     from megazoo.tasks.retrieval.data import read_passages
 
     rng = np.random.RandomState(seed)
@@ -82,7 +94,14 @@ def heldout_task(data: Path, out: Path, seed: int = 0, per_passage: int = 2):
             queries.append(sentences[i])
             targets.append(h["passage_id"])
         changed[h["passage_id"]] = " ".join(s for j, s in enumerate(sentences) if j not in picks)
-    path = out / "heldout-psgs.tsv"
+    if thin_all:
+        thin = np.random.RandomState(seed + 1)
+        for pid, p in passages.items():
+            if pid not in changed:
+                sentences = split_sentences(p.text)
+                drop = set(thin.permutation(len(sentences))[:min(per_passage, len(sentences) - 1)].tolist())
+                changed[pid] = " ".join(s for j, s in enumerate(sentences) if j not in drop)
+    path = out / ("heldout-thin-psgs.tsv" if thin_all else "heldout-psgs.tsv")
     with open(path, "w", newline="") as f:
         w = csv.writer(f, delimiter="\t", lineterminator="\n")
         w.writerow(["id", "text", "title"])
@@ -96,13 +115,13 @@ def last_step(run: Path) -> int:
     return max(x["step"] for x in lines if x.get("split") != "valid")
 
 
-def dense_ranks(checkpoint, passages_file: Path, queries: list[str], k: int = 100):
+def dense_ranks(checkpoint, passages_file: Path, queries: list[str], k: int = 100, similarity: str | None = None):
     from megazoo.tasks.retrieval.data import read_passages
     from megazoo.tasks.retrieval.encoder import BiEncoder
     from megazoo.tasks.retrieval.index import build_index, search
 
     ps = read_passages(passages_file)
-    enc = BiEncoder(checkpoint, "mean", LENGTHS["question"], LENGTHS["passage"], batch=64)
+    enc = BiEncoder(checkpoint, "mean", LENGTHS["question"], LENGTHS["passage"], batch=64, similarity=similarity)
     index = build_index(enc.passages([p.title for p in ps], [p.text for p in ps]), "flat")
     _, rows = search(index, enc.questions(queries), k)
     return [[ps[r].id for r in row] for row in rows]
@@ -121,26 +140,42 @@ def id_top_k(ranked, targets, ks=KS) -> dict:
     return {f"top{k}": 100.0 * sum(t in r[:k] for r, t in zip(ranked, targets)) / len(targets) for k in ks}
 
 
-def part_ict(out: Path, threads: int, lr: float = 5e-5, epochs: int = 2, per_passage: int = 2, batch: int = 32) -> dict:
+def part_ict(out: Path, threads: int, lr: float = 5e-5, epochs: int = 2, per_passage: int = 2, batch: int = 32,
+             similarity: str = "dot", scale: float = 1.0, seed: int = 1234, extra: tuple = (), thin_all: bool = False,
+             checkpoint: str | None = None) -> dict:
     data, minilm = prepare(out)
-    coll, queries, targets = heldout_task(data, out, per_passage=per_passage)
+    coll, queries, targets = heldout_task(data, out, per_passage=per_passage, thin_all=thin_all)
     t0, c0 = time.perf_counter(), cpu_s()
-    base = id_top_k(dense_ranks(minilm, coll, queries), targets)
-    bm25 = id_top_k(bm25_ranks(coll, queries), targets)
-    run = out / "ict"
+    # the untrained MiniLM both ways: its own (cosine, as sentence-transformers trained it) and dot;
+    # BM25. Deterministic, so kept in the out dir for the next ICT run at the same lengths
+    cache = out / f"baselines-q{LENGTHS['question']}-p{LENGTHS['passage']}-n{per_passage}{'-thin' * thin_all}.json"
+    if cache.is_file():
+        bases = json.loads(cache.read_text())
+    else:
+        bases = {sim: id_top_k(dense_ranks(minilm, coll, queries, similarity=sim), targets) for sim in ("dot", "cosine")}
+        bases["bm25"] = id_top_k(bm25_ranks(coll, queries), targets)
+        cache.write_text(json.dumps(bases))
+    bm25 = bases.pop("bm25")
+    best = max(bases, key=lambda sim: bases[sim]["top5"])
+    run = Path(checkpoint).parent if checkpoint else out / "ict"
     t1, c1 = time.perf_counter(), cpu_s()
-    megazoo(["task", "retrieval", "pretrain", "retrieval-ict", "--set", f"train.init_from={minilm}",
-             f"data.path={data / 'ict' / 'text'}", f"task.titles={data / 'ict' / 'titles'}",
-             f"task.question_length={LENGTHS['question']}", f"task.passage_length={LENGTHS['passage']}",
-             f"train.epochs={epochs}", f"train.micro_batch={batch}", f"train.global_batch={batch}", f"train.lr={lr}",
-             "model.dropout=0.0",
-             "model.attention_dropout=0.0", "train.eval_interval=0", "log.progress=false", f"log.dir={run}",
-             f"data.cache_dir={out / 'cache'}"])
+    if not checkpoint:  # else: an earlier run's checkpoint, evaluated on this collection
+        megazoo(["task", "retrieval", "pretrain", "retrieval-ict", "--set", f"train.init_from={minilm}",
+                 f"data.path={data / 'ict' / 'text'}", f"task.titles={data / 'ict' / 'titles'}",
+                 f"task.question_length={LENGTHS['question']}", f"task.passage_length={LENGTHS['passage']}",
+                 f"train.epochs={epochs}", f"train.micro_batch={batch}", f"train.global_batch={batch}", f"train.lr={lr}",
+                 f"task.similarity={similarity}", f"task.score_scale={scale}", f"train.seed={seed}", *extra,
+                 "model.dropout=0.0",
+                 "model.attention_dropout=0.0", "train.eval_interval=0", "log.progress=false", f"log.dir={run}",
+                 f"data.cache_dir={out / 'cache'}"])
     train_wall, train_cpu = time.perf_counter() - t1, cpu_s() - c1
-    ict = id_top_k(dense_ranks(run / "checkpoints", coll, queries), targets)
+    ict = id_top_k(dense_ranks(run / "checkpoints", coll, queries), targets)  # the run's own similarity
     steps = last_step(run)
-    result = {"ict_lr": lr, "ict_epochs": epochs, "ict_batch": batch, "queries": len(queries), "passages": sum(1 for _ in open(coll)) - 1, "minilm": base, "bm25": bm25,
-              "ict": ict, "lift_top5": ict["top5"] - base["top5"], "ict_steps": steps,
+    result = {"ict_lr": lr, "ict_epochs": epochs, "ict_batch": batch, "ict_similarity": similarity,
+              "ict_score_scale": scale, "ict_seed": seed, "ict_checkpoint": str(run / "checkpoints"), "thin_all": thin_all, "ict_extra": list(extra), "lengths": dict(LENGTHS),
+              "queries": len(queries), "passages": sum(1 for _ in open(coll)) - 1,
+              "minilm": bases[best], "minilm_best": best, "minilm_dot": bases["dot"], "minilm_cosine": bases["cosine"],
+              "bm25": bm25, "ict": ict, "lift_top5": ict["top5"] - bases[best]["top5"], "ict_steps": steps,
               "ict_train_wall_s": train_wall, "ict_train_cpu_s": train_cpu,
               "wall_s": time.perf_counter() - t0, "cpu_s": cpu_s() - c0, "threads": threads}
     return result
@@ -272,16 +307,24 @@ def section(part: str, r: dict) -> str:
             f"{r['threads']} threads, on a machine shared with other jobs (load average {load:.1f} at the end); "
             f"wall {r['wall_s']:.0f} s, CPU {r['cpu_s']:.0f} s.")
     if part == "ict":
+        sim = r.get("ict_similarity", "dot")
+        named = (("BM25 (bm25s)", "bm25"), ("MiniLM, untrained (mean pooling, dot)", "minilm_dot"),
+                 ("MiniLM, untrained (mean pooling, cosine)", "minilm_cosine"), (f"MiniLM + ICT ({sim})", "ict"))
         rows = "\n".join(f"| {name} | " + " | ".join(f"{r[key][f'top{k}']:.1f}" for k in KS) + " |"
-                         for name, key in (("BM25 (bm25s)", "bm25"), ("MiniLM, untrained (mean pooling)", "minilm"),
-                                           ("MiniLM + ICT", "ict")))
+                         for name, key in named if key in r)
+        lengths = r.get("lengths", LENGTHS)
         return (f"### ICT pretraining: held-out sentence-to-passage retrieval\n\n{head}\n\n"
-                f"{r['queries']} held-out sentences (up to 2 per dev/test passage, removed from it) against "
+                f"{r['queries']} held-out sentences (up to 2 per dev/test passage, removed from it"
+                f"{'; every other passage loses as many random sentences' if r.get('thin_all') else ''}) against "
                 f"{r['passages']} passages; ICT: {r['ict_steps']} steps of {r.get('ict_batch', 32)} blocks on the training documents, "
-                f"lr {r['ict_lr']:g}, {r['ict_epochs']} epochs "
+                f"lr {r['ict_lr']:g}, {r['ict_epochs']} epochs (a fresh query sentence of each block every epoch), "
+                f"{sim} similarity x {r.get('ict_score_scale', 1.0):g}, seed {r.get('ict_seed', 1234)}"
+                f"{', ' + ', '.join(r['ict_extra']) if r.get('ict_extra') else ''}; every model at "
+                f"{lengths['question']} question / {lengths['passage']} passage tokens "
                 f"({r['ict_train_wall_s']:.0f} s wall, {r['ict_train_cpu_s']:.0f} s CPU).\n\n"
                 f"| retriever | top-1 | top-5 | top-20 | top-100 |\n|---|---|---|---|---|\n{rows}\n\n"
-                f"ICT lifts top-5 by {r['lift_top5']:+.1f} points over the untrained MiniLM.\n")
+                f"ICT lifts top-5 by {r['lift_top5']:+.1f} points over the better untrained MiniLM "
+                f"({r.get('minilm_best', 'dot')}).\n")
     if part == "finetune":
         m = r["metrics"]
         rows = "\n".join(f"| {name} | " + " | ".join(f"{m[name][f'top{k}']:.1f}" for k in KS) + " |"
@@ -312,27 +355,44 @@ def main() -> None:
     ap.add_argument("--ict-lr", type=float, default=1e-4)
     ap.add_argument("--ict-epochs", type=int, default=2)
     ap.add_argument("--ict-batch", type=int, default=32, help="ict: blocks per step (the in-batch negatives)")
+    ap.add_argument("--ict-similarity", choices=("dot", "cosine"), default="cosine",
+                    help="ict: task.similarity of the ICT run (cosine: MiniLM's own geometry)")
+    ap.add_argument("--ict-scale", type=float, default=20.0, help="ict: task.score_scale (sentence-transformers: 20)")
+    ap.add_argument("--ict-seed", type=int, default=1234, help="ict: train.seed")
+    ap.add_argument("--ict-set", action="append", default=[], help="ict: another --set override (repeatable)")
+    ap.add_argument("--question-length", type=int, default=LENGTHS["question"], help="tokens per question, all models")
+    ap.add_argument("--passage-length", type=int, default=LENGTHS["passage"], help="tokens per passage, all models")
+    ap.add_argument("--thin-all", action="store_true", help="ict: every passage loses sentences as the targets do")
+    ap.add_argument("--ict-checkpoint", default=None, help="ict: evaluate this ICT run's checkpoints/ (no training)")
+    ap.add_argument("--name", default=None, help="result file stem (default: the part)")
     ap.add_argument("--finetune-steps", type=int, default=30, help="finetune: steps of 16 questions")
     args = ap.parse_args()
     import torch
 
     torch.set_num_threads(args.threads)
+    LENGTHS.update(question=args.question_length, passage=args.passage_length)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if args.part == "finetune":
         result = part_finetune(out, args.threads, args.finetune_steps)
     elif args.part == "ict":
-        result = part_ict(out, args.threads, args.ict_lr, args.ict_epochs, batch=args.ict_batch)
+        result = part_ict(out, args.threads, args.ict_lr, args.ict_epochs, batch=args.ict_batch,
+                          similarity=args.ict_similarity, scale=args.ict_scale, seed=args.ict_seed,
+                          extra=tuple(args.ict_set), thin_all=args.thin_all, checkpoint=args.ict_checkpoint)
     else:
         result = part_throughput(out, args.threads)
-    (out / f"{args.part}.json").write_text(json.dumps(result, indent=1))
+    (out / f"{args.name or args.part}.json").write_text(json.dumps(result, indent=1))
     text = section(args.part, result)
+    if args.name:  # an experiment: its section beside its json, bench/retrieval_results.* untouched
+        (out / f"{args.name}.md").write_text(text)
+        print(text)
+        return
     md = ROOT / "retrieval_results.md"
     parts = json.loads(md.with_suffix(".json").read_text()) if md.with_suffix(".json").is_file() else {}
     parts[args.part] = text
     md.with_suffix(".json").write_text(json.dumps(parts, indent=1))
     md.write_text("## Retrieval (bench/bench_retrieval.py)\n\n"
-                  + "\n".join(parts[p] for p in ("ict", "finetune", "throughput") if p in parts))
+                  + "\n".join(parts[p] for p in ("ict", "finetune", "throughput") if isinstance(parts.get(p), str)))
     print(text)
     sys.stdout.flush()
 

@@ -4,9 +4,10 @@ A BERT bi-encoder, shared towers (one encoder embeds questions and passages) or,
 task.shared_towers: false, separate query and context encoders (towers.py) (model.pooling
 mean | cls gives BertOutput.embedding). A micro-batch stacks its n questions, their n positive
 passages and n x h negative passages as rows of one [n (2 + h), L] input; the score of a question
-and a passage is the inner product (divided by sqrt(hidden) with task.score_scaling, Megatron's
---retriever-score-scaling) and the loss is the softmax cross-entropy of each question over every
-passage of the step: in-batch negatives, gathered across the data-parallel group (global negatives,
+and a passage is the inner product (task.similarity cosine: of the L2-normalised vectors, as
+sentence-transformers train MiniLM), times task.score_scale (a temperature), divided by sqrt(hidden)
+with task.score_scaling (Megatron's --retriever-score-scaling); the loss is the softmax
+cross-entropy of each question over every passage of the step: in-batch negatives, gathered across the data-parallel group (global negatives,
 an all-gather whose backward sums each rank's gradient into the passages' owner), plus the hard
 negatives. The loss is summed over questions and divided by the global batch's question count, so
 dp=2 with a micro-batch of n/2 equals dp=1 with n: the same passages, the same gradient.
@@ -41,6 +42,7 @@ from megazoo.zoo.builder_base import parse_model_section
 # sentence vectors pool the hidden states)
 UNUSED = ("lm_dense.", "lm_norm.", "lm_bias", "head.", "binary_head.", "pooler.", "task_head.")
 OBJECTIVES = ("ict", "supervised")
+SIMILARITIES = ("dot", "cosine")
 IGNORE = -100
 
 
@@ -55,8 +57,11 @@ class RetrievalTask:
     question_length: int = 64
     passage_length: int = 256
     score_scaling: bool = False  # scores / sqrt(hidden)
+    similarity: str = "dot"  # dot: inner product; cosine: of L2-normalised vectors (sentence-transformers')
+    score_scale: float = 1.0  # scores * this (cosine wants a temperature: sentence-transformers use 20)
     global_negatives: bool = True  # gather passages across the data-parallel group
     query_in_block_prob: float = 0.1  # ict
+    ict_block_length: int = 0  # ict: tokens per sentence block (0: passage_length - 3)
     titles: str = ""  # ict: a .bin/.idx prefix with one title sequence per document
     valid_examples: int = 256  # ict: validation examples from the valid split
     eval_batch: int = 32
@@ -69,6 +74,10 @@ class RetrievalTask:
             raise ConfigError(f"task.objective={out.objective!r}; choose one of {', '.join(OBJECTIVES)}")
         if out.question_length < 3 or out.passage_length < 4:
             raise ConfigError("task.question_length must be >= 3 and task.passage_length >= 4")
+        if out.similarity not in SIMILARITIES:
+            raise ConfigError(f"task.similarity={out.similarity!r}; choose one of {', '.join(SIMILARITIES)}")
+        if not out.score_scale > 0:
+            raise ConfigError(f"task.score_scale must be > 0, got {out.score_scale}")
         if out.hard_negatives < 0 or not 0 <= out.query_in_block_prob <= 1:
             raise ConfigError("task.hard_negatives must be >= 0 and task.query_in_block_prob in [0, 1]")
         return out
@@ -179,7 +188,7 @@ class RetrievalBuilder(TaskBuilder):
         out = []
         for split in ("train", "valid"):
             made = ict_blocks(prefix, split, data.get("split") or "949,50,1", s.passage_length, seed, cache,
-                              s.titles or None)
+                              s.titles or None, s.ict_block_length)
             if made is None:
                 raise ConfigError(f"data.split={data.get('split')!r} leaves no {split} documents for ICT")
             blocks, titles, doc_index = made
@@ -238,8 +247,7 @@ class RetrievalBuilder(TaskBuilder):
         return {"questions": sum((mb["labels"] != IGNORE).sum() for mb in micro_batches)}
 
     def scores(self, q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-        s = q @ p.t()
-        return s / math.sqrt(q.shape[-1]) if self.settings.score_scaling else s
+        return similarity_scores(q, p, self.settings)
 
     def loss(self, out, mb: dict, counts: dict) -> torch.Tensor:
         emb = out.embedding.float()
@@ -274,6 +282,15 @@ class RetrievalBuilder(TaskBuilder):
             return {}
         q, p = self.embed(chunks, ctx, self.valid, dtype)
         return rank_metrics(self.scores(q.double(), p.double()))
+
+
+def similarity_scores(q: torch.Tensor, p: torch.Tensor, s: RetrievalTask) -> torch.Tensor:
+    """[q, p] scores: inner products (of unit vectors with similarity cosine), times score_scale,
+    divided by sqrt(hidden) with score_scaling."""
+    if s.similarity == "cosine":
+        q, p = F.normalize(q, dim=-1), F.normalize(p, dim=-1)
+    out = (q @ p.t()) * s.score_scale
+    return out / math.sqrt(q.shape[-1]) if s.score_scaling else out
 
 
 def rank_metrics(scores: torch.Tensor) -> dict:

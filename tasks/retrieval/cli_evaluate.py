@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", default=None, help="an index folder of `megazoo task retrieval index`")
     parser.add_argument("--pooling", choices=("mean", "cls"), default=None,
                         help="default: the checkpoint's model.pooling (mean for a plain encoder)")
+    parser.add_argument("--similarity", choices=("dot", "cosine"), default=None,
+                        help="cosine: L2-normalised vectors (default: the run's task.similarity, else dot)")
     parser.add_argument("--top-k", default="1,5,20,100", help="the k of top-k accuracy (default 1,5,20,100)")
     parser.add_argument("--match", choices=("string", "regex"), default="string",
                         help="string: DPR's tokenised match; regex: answers are patterns (CuratedTREC)")
@@ -43,7 +45,8 @@ def run(args) -> int:
         if args.batch < 1:
             raise ValueError(f"--batch must be >= 1, got {args.batch}")
         record, predictions = evaluate_retriever(args.passages, args.qas, args.checkpoint, args.index, args.pooling,
-                                                 ks, args.match, args.batch, args.question_length, args.passage_length)
+                                                 ks, args.match, args.batch, args.question_length, args.passage_length,
+                                                 similarity=args.similarity)
         out, pred = write_evaluation(args.out, record, predictions)
     except KNOWN as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)

@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="flat: exact; ivf / hnsw: approximate (recall reported)")
     parser.add_argument("--pooling", choices=("mean", "cls"), default=None,
                         help="default: the checkpoint's model.pooling (mean for a plain encoder)")
+    parser.add_argument("--similarity", choices=("dot", "cosine"), default=None,
+                        help="cosine: L2-normalised vectors (default: the run's task.similarity, else dot)")
     parser.add_argument("--passage-length", type=int, default=None,
                         help="tokens per passage, title + text (default: the run's task.passage_length, else 256)")
     parser.add_argument("--batch", type=int, default=32, help="passages per forward pass")
@@ -44,7 +46,8 @@ def run(args) -> int:
     try:
         meta = index_passages(args.passages, args.checkpoint, args.out, args.index, args.pooling, args.batch,
                               args.passage_length, nlist=args.nlist, nprobe=args.nprobe, m=args.hnsw_m,
-                              ef_search=args.ef_search, nproc=args.nproc)
+                              ef_search=args.ef_search, nproc=args.nproc,
+                              similarity=args.similarity)
     except KNOWN + (RankFailure,) as e:
         lines = str(e).strip().splitlines() or [""]  # a rank's failure: its traceback's last line says it
         print(f"{PROG}: error: {lines[-1] if isinstance(e, RankFailure) else lines[0]}", file=sys.stderr)

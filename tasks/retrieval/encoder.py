@@ -8,7 +8,9 @@ folder, or a retrieval training checkpoint), for indexing and evaluation in one 
 The inputs are inputs.py's (the same rows training builds); the pooling is the checkpoint's
 `model.pooling` unless given (mean for a plain encoder). Shared towers: one model encodes both;
 a checkpoint with separate towers (query.*, context.*: task.shared_towers false) encodes questions
-with its query tower and passages with its context tower.
+with its query tower and passages with its context tower. The similarity is the run's
+task.similarity unless given (dot for a plain encoder): with cosine every vector is L2-normalised,
+so a faiss inner-product index searches by cosine.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from megazoo.zoo.pooling import pool
 
 class BiEncoder(Embedder):
     def __init__(self, checkpoint, pooling: str | None = None, question_length: int | None = None,
-                 passage_length: int | None = None, batch: int = 32, device=None, dtype: torch.dtype = torch.float32):
+                 passage_length: int | None = None, batch: int = 32, device=None, dtype: torch.dtype = torch.float32,
+                 similarity: str | None = None):
         from megazoo.core.data.tokenizers import hf_folder_tokenizer
         from megazoo.core.parallel.context import ParallelContext
         from megazoo.core.parallel.device import pick_device
@@ -44,6 +47,9 @@ class BiEncoder(Embedder):
         if self.pooling not in POOLINGS:
             raise EmbedError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLINGS)}")
         trained = trained_lengths(checkpoint)  # a retrieval run's own lengths, else DPR's 64 / 256
+        self.similarity = similarity or trained.get("similarity") or "dot"
+        if self.similarity not in ("dot", "cosine"):
+            raise EmbedError(f"unknown similarity {self.similarity!r}; choose dot or cosine")
         question_length = question_length or trained.get("question_length") or min(64, cfg.seq_length)
         passage_length = passage_length or trained.get("passage_length") or min(256, cfg.seq_length)
         self.question_length, self.passage_length = question_length, passage_length
@@ -85,7 +91,10 @@ class BiEncoder(Embedder):
             mb = {k: v.to(self.ctx.device) for k, v in mb.items()}
             mask = mb["attention_mask"] if not bool(mb["attention_mask"].all()) else None
             hidden = model(mb["input_ids"], attention_mask=mask, token_type_ids=mb["token_type_ids"]).hidden
-            out[idx] = pool(hidden, mb["attention_mask"], self.pooling).cpu().numpy()
+            vecs = pool(hidden, mb["attention_mask"], self.pooling).float()
+            if self.similarity == "cosine":
+                vecs = torch.nn.functional.normalize(vecs, dim=-1)
+            out[idx] = vecs.cpu().numpy()
             bar.update(len(idx))
         bar.close()
         return out
@@ -98,7 +107,8 @@ class BiEncoder(Embedder):
 
 
 def trained_lengths(checkpoint) -> dict:
-    """{question_length, passage_length} of a retrieval training checkpoint (its task meta), else {}."""
+    """{question_length, passage_length, similarity} of a retrieval training checkpoint (its task meta),
+    else {}."""
     from pathlib import Path
 
     from megazoo.core.checkpoint import open_checkpoint
@@ -113,4 +123,7 @@ def trained_lengths(checkpoint) -> dict:
     task = (record.get("meta") or {}).get("task")
     if not isinstance(task, dict) or task.get("name") != "retrieval":
         return {}
-    return {k: task[k] for k in ("question_length", "passage_length") if isinstance(task.get(k), int)}
+    out = {k: task[k] for k in ("question_length", "passage_length") if isinstance(task.get(k), int)}
+    if task.get("similarity") in ("dot", "cosine"):
+        out["similarity"] = task["similarity"]
+    return out

@@ -18,26 +18,27 @@ from megazoo.tasks.retrieval.index import (brute_force, build_index, load_index,
                                            search, stored_vectors)
 
 
-def _encoder(checkpoint, pooling, batch: int, question_length: int, passage_length: int):
+def _encoder(checkpoint, pooling, batch: int, question_length: int, passage_length: int, similarity=None):
     from megazoo.tasks.retrieval.encoder import BiEncoder
 
-    return BiEncoder(checkpoint, pooling, question_length, passage_length, batch)
+    return BiEncoder(checkpoint, pooling, question_length, passage_length, batch, similarity=similarity)
 
 
-def embed_shard(passages, checkpoint, pooling, batch: int, passage_length, progress: bool = True):
+def embed_shard(passages, checkpoint, pooling, batch: int, passage_length, progress: bool = True, similarity=None):
     """Rank r of N embeds passages r, r + N, ... (a progress bar on rank 0); returns
-    (vectors, pooling, passage length). Run on every rank by `spawn`."""
+    (vectors, pooling, passage length, similarity). Run on every rank by `spawn`."""
     import torch.distributed as dist
 
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     rows = read_passages(passages)[rank::world]
-    enc = _encoder(checkpoint, pooling, batch, None, passage_length)
+    enc = _encoder(checkpoint, pooling, batch, None, passage_length, similarity)
     vecs = enc.passages([p.title for p in rows], [p.text for p in rows], progress=progress and rank == 0)
-    return vecs, enc.pooling, enc.passage_length
+    return vecs, enc.pooling, enc.passage_length, enc.similarity
 
 
 def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str | None = None, batch: int = 32,
-                   passage_length: int | None = None, progress: bool = True, nproc: int = 1, **index_options) -> dict:
+                   passage_length: int | None = None, progress: bool = True, nproc: int = 1,
+                   similarity: str | None = None, **index_options) -> dict:
     """Embed every passage (on `nproc` local ranks, each a strided share), build the index, measure
     an approximate index's recall against exact search (on up to 1000 passage vectors used as
     queries), write it to `out`; returns its meta."""
@@ -50,19 +51,20 @@ def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str |
         from megazoo.core.parallel.launch import spawn
 
         parts = spawn(embed_shard, nproc, passages, checkpoint, pooling, batch, passage_length, progress,
-                      timeout=7 * 24 * 3600.0)
+                      similarity, timeout=7 * 24 * 3600.0)
         vecs = np.empty((len(rows), parts[0][0].shape[1]), dtype=np.float32)
-        for r, (part, _, _) in enumerate(parts):
+        for r, (part, *_) in enumerate(parts):
             vecs[r::nproc] = part
-        _, used_pooling, used_length = parts[0]
+        _, used_pooling, used_length, used_similarity = parts[0]
     else:
-        vecs, used_pooling, used_length = embed_shard(passages, checkpoint, pooling, batch, passage_length, progress)
+        vecs, used_pooling, used_length, used_similarity = embed_shard(passages, checkpoint, pooling, batch,
+                                                                       passage_length, progress, similarity)
     embed_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     index = build_index(vecs, kind, **index_options)
     build_s = time.perf_counter() - t0
     meta = {"kind": kind, "checkpoint": str(checkpoint), "pooling": used_pooling, "passages": str(passages),
-            "passage_length": used_length, "embed_s": embed_s, "build_s": build_s, "ranks": nproc}
+            "passage_length": used_length, "similarity": used_similarity, "embed_s": embed_s, "build_s": build_s, "ranks": nproc}
     if kind != "flat":
         probe = vecs[np.linspace(0, len(vecs) - 1, min(1000, len(vecs))).astype(int)]
         k = min(10, len(vecs))
@@ -73,17 +75,23 @@ def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str |
 
 def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str | None = None, ks=KS,
                        match: str = "string", batch: int = 32, question_length: int | None = None,
-                       passage_length: int | None = None, progress: bool = False) -> tuple[dict, list[dict]]:
+                       passage_length: int | None = None, progress: bool = False,
+                       similarity: str | None = None) -> tuple[dict, list[dict]]:
     """(summary record, per-question predictions): top-k accuracy in percent for each k, and
     each question's ranked passage ids with their hits."""
     rows = read_passages(passages)
     questions = read_qas(qas)
-    enc = _encoder(checkpoint, pooling, batch, question_length, passage_length)
+    enc = _encoder(checkpoint, pooling, batch, question_length, passage_length, similarity)
     k = max(ks)
     q = enc.questions([x.question for x in questions], progress=progress)
     extra: dict = {}
     if index_dir is not None:
         index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(rows))
+        if meta.get("similarity", "dot") != enc.similarity:
+            from megazoo.tasks.retrieval.index import IndexFolderError
+
+            raise IndexFolderError(f"{index_dir}: its passages were embedded for {meta.get('similarity', 'dot')} "
+                                   f"similarity, the questions for {enc.similarity}; rebuild it or pass --similarity")
         _, found = search(index, q, k)
         if meta.get("kind", "flat") != "flat":  # what the approximation costs on these very questions
             extra["index_recall"] = recall_against_exact(found, brute_force(stored_vectors(index), q, k)[1])
@@ -106,7 +114,7 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
         predictions.append({"question": x.question, "answers": x.answers, "ids": ranked, "hits": h})
     metrics = top_k_accuracy(hit_lists, ks)
     record = {"task": "retrieval", "n": len(questions), "metrics": metrics, "checkpoint": str(checkpoint),
-              "pooling": enc.pooling, "passages": str(passages), "qas": str(qas), "match": match, **extra}
+              "pooling": enc.pooling, "similarity": enc.similarity, "passages": str(passages), "qas": str(qas), "match": match, **extra}
     return record, predictions
 
 

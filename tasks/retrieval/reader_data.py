@@ -31,6 +31,11 @@ class Evidence:
 
         self.passages = passages
         self.enc = BiEncoder(retriever, None, question_length, passage_length or None, batch=32)
+        if self.enc.similarity != "dot":  # p(z | q) below and reader_loss.py are raw inner products
+            from megazoo.core.train.config import ConfigError
+
+            raise ConfigError(f"{retriever}: a {self.enc.similarity}-similarity retriever; the reader's p(z | q) is "
+                              f"the softmax of inner products, so the reader stages take a dot retriever for now")
         key = (str(Path(retriever).resolve()), tuple(p.id for p in passages), self.enc.passage_length, self.enc.pooling)
         if key not in _VECTORS:
             _VECTORS.clear()

@@ -6,7 +6,8 @@ global in-batch negatives are gathered across data parallelism).
 
 ICT (Lee et al. 2019; Megatron's ict_dataset.py): sentence blocks of a sentence-split `.bin/.idx`
 dataset (core/data/blocks.py, the blocks BERT samples are cut from; a block never crosses a
-document). Example i picks one sentence of block i as the query; the context is the block (its
+document). Example i picks one sentence of block i mod N as the query (seeded by i, so epoch e, whose
+examples are eN ... eN + N - 1, asks a fresh sentence of each block: several queries per block); the context is the block (its
 document's title first, when a titles dataset is given) with that sentence removed, except with
 probability `query_in_block_prob` (0.1) where it stays, so the model also learns lexical match.
 
@@ -52,8 +53,10 @@ class ICTExamples:
                 [passage_row(self._title(first), context, tok.cls, tok.sep, self.rows.p_len)])
 
 
-def ict_blocks(prefix: str, split: str, weights, passage_length: int, seed: int, cache_dir, titles_prefix=None):
-    """(SentenceBlocks of one split of a sentence-split dataset, titles dataset or None)."""
+def ict_blocks(prefix: str, split: str, weights, passage_length: int, seed: int, cache_dir, titles_prefix=None,
+               block_length: int = 0):
+    """(SentenceBlocks of one split of a sentence-split dataset, titles dataset or None); blocks of
+    up to `block_length` tokens (0: passage_length - 3, the row's room after [CLS] and two [SEP])."""
     from megazoo.core.data import IndexedDataset
     from megazoo.core.data.blend import parse_split, split_ranges
     from megazoo.core.data.blocks import SentenceBlocks
@@ -64,7 +67,8 @@ def ict_blocks(prefix: str, split: str, weights, passage_length: int, seed: int,
     if rng is None:
         return None
     titles = IndexedDataset(titles_prefix) if titles_prefix else None
-    blocks = SentenceBlocks(ds, np.arange(*rng, dtype=np.int64), passage_length - 3, None, seed, split, "ict",
+    size = min(block_length, passage_length - 3) if block_length else passage_length - 3
+    blocks = SentenceBlocks(ds, np.arange(*rng, dtype=np.int64), size, None, seed, split, "ict",
                             min_sentences=2, short_seq_prob=0.0, cache_dir=cache_dir)
     return blocks, titles, ds.document_indices
 
@@ -99,7 +103,9 @@ class SupervisedExamples:
 
 
 class Shuffled:
-    """Examples in a fresh seeded order every epoch."""
+    """Examples in a fresh seeded order every epoch; global example i of epoch e = i // N is
+    example e N + perm_e[i mod N] (sources that index modulo N see the epoch: ICT asks another
+    sentence of the block)."""
 
     def __init__(self, examples, seed: int):
         self.examples, self.order = examples, EpochSource(list(range(len(examples))), seed)
@@ -108,4 +114,4 @@ class Shuffled:
         return len(self.examples)
 
     def get(self, i: int):
-        return self.examples.get(self.order.get(i))
+        return self.examples.get(self.order.get(i) + len(self.examples) * (i // len(self.examples)))
