@@ -163,8 +163,8 @@ Filtered minus untrained: {gain:+.1f} F1.
 {rej}
 
 Time (recipe end to end, JOBS={rec['jobs']}): {rec['wall_s'] / 60:.1f} min wall, {rec['cpu_s'] / 60:.1f} min CPU
-(CPU / {r['cpus']} cores = {rec['cpu_s'] / 60 / r['cpus']:.1f} min on a quiet machine) on {r['cpus']} cores shared with other
-jobs (load average {rec['load_start']:.0f} at the start, {rec['load_end']:.0f} at the end); stage wall seconds: {stages}.
+(CPU / {r['cpus']} cores = {rec['cpu_s'] / 60 / r['cpus']:.1f} min) on {r['cpus']} cores
+(load average {rec['load_start']:.0f} at the start, {rec['load_end']:.0f} at the end); stage wall seconds: {stages}.
 The two baselines (trained at once after the recipe): {r['baselines']['cpu_s'] / 60:.1f} min CPU.
 """
 
