@@ -182,7 +182,7 @@ def plot(r: dict, path: Path) -> None:
     ax.bar([x + 0.2 for x in xs], [r["dev"][n]["f1"] for n in names], 0.4, label="F1")
     ax.set_xticks(list(xs), names)
     ax.set_ylabel("dev score (x100)")
-    ax.set_title("synthetic_qa: MiniLM QA on the hand-written dev set (generated data)")
+    ax.set_title("synthetic_qa: MiniLM QA, hand-written dev set\n(generated training data)", fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
