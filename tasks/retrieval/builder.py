@@ -7,10 +7,11 @@ passages and n x h negative passages as rows of one [n (2 + h), L] input; the sc
 and a passage is the inner product (task.similarity cosine: of the L2-normalised vectors, as
 sentence-transformers train MiniLM), times task.score_scale (a temperature), divided by sqrt(hidden)
 with task.score_scaling (Megatron's --retriever-score-scaling); the loss is the softmax
-cross-entropy of each question over every passage of the step: in-batch negatives, gathered across the data-parallel group (global negatives,
-an all-gather whose backward sums each rank's gradient into the passages' owner), plus the hard
-negatives. The loss is summed over questions and divided by the global batch's question count, so
-dp=2 with a micro-batch of n/2 equals dp=1 with n: the same passages, the same gradient.
+cross-entropy of each question over every passage of the step: in-batch negatives, gathered
+across the data-parallel group (global negatives, an all-gather whose backward sums each rank's
+gradient into the passages' owner), plus the hard negatives. The loss is summed over questions
+and divided by the global batch's question count, so dp=2 with a micro-batch of n/2 equals dp=1
+with n: the same passages, the same gradient.
 
 Objectives (task.objective): `ict` (inverse cloze task on a sentence-split .bin/.idx dataset:
 data.path, or the embedded corpus) and `supervised` (DPR nq-train.json / nq-dev.json in the folder

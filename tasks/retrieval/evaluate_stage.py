@@ -64,7 +64,8 @@ def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str |
     index = build_index(vecs, kind, **index_options)
     build_s = time.perf_counter() - t0
     meta = {"kind": kind, "checkpoint": str(checkpoint), "pooling": used_pooling, "passages": str(passages),
-            "passage_length": used_length, "similarity": used_similarity, "embed_s": embed_s, "build_s": build_s, "ranks": nproc}
+            "passage_length": used_length, "similarity": used_similarity, "embed_s": embed_s, "build_s": build_s,
+            "ranks": nproc}
     if kind != "flat":
         probe = vecs[np.linspace(0, len(vecs) - 1, min(1000, len(vecs))).astype(int)]
         k = min(10, len(vecs))
@@ -114,7 +115,8 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
         predictions.append({"question": x.question, "answers": x.answers, "ids": ranked, "hits": h})
     metrics = top_k_accuracy(hit_lists, ks)
     record = {"task": "retrieval", "n": len(questions), "metrics": metrics, "checkpoint": str(checkpoint),
-              "pooling": enc.pooling, "similarity": enc.similarity, "passages": str(passages), "qas": str(qas), "match": match, **extra}
+              "pooling": enc.pooling, "similarity": enc.similarity, "passages": str(passages), "qas": str(qas),
+              "match": match, **extra}
     return record, predictions
 
 

@@ -6,10 +6,11 @@ global in-batch negatives are gathered across data parallelism).
 
 ICT (Lee et al. 2019; Megatron's ict_dataset.py): sentence blocks of a sentence-split `.bin/.idx`
 dataset (core/data/blocks.py, the blocks BERT samples are cut from; a block never crosses a
-document). Example i picks one sentence of block i mod N as the query (seeded by i, so epoch e, whose
-examples are eN ... eN + N - 1, asks a fresh sentence of each block: several queries per block); the context is the block (its
-document's title first, when a titles dataset is given) with that sentence removed, except with
-probability `query_in_block_prob` (0.1) where it stays, so the model also learns lexical match.
+document). Example i picks one sentence of block i mod N as the query, seeded by i: epoch e, whose
+examples are eN ... eN + N - 1, asks a fresh sentence of each block (several queries per block).
+The context is the block (its document's title first, when a titles dataset is given) with that
+sentence removed, except with probability `query_in_block_prob` (0.1) where it stays, so the
+model also learns lexical match.
 
 Supervised (DPR; Megatron's orqa/supervised/data.py): each question of nq-train.json with its
 positive_ctxs[0] and `hard_negatives` negatives: its hard_negative_ctxs, then its negative_ctxs,

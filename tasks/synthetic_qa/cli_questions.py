@@ -1,7 +1,8 @@
 """`megazoo task synthetic_qa questions --data ANSWERS.json --checkpoint QG --out FILE.json
-[--samples N] [--top-k K] [--top-p P] [--dtype fp32|bf16]`: N sampled questions per answer (questions.py). Every
-question of the data with an answer is a candidate (its question text is ignored), so the answers
-stage's file or any SQuAD file can be used. The counts go to FILE.counts.json.
+[--samples N] [--top-k K] [--top-p P] [--dtype fp32|bf16]`: N sampled questions per answer
+(questions.py). Every question of the data with an answer is a candidate (its question text is
+ignored), so the answers stage's file or any SQuAD file can be used. The counts go to
+FILE.counts.json.
 """
 
 from __future__ import annotations
