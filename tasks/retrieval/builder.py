@@ -35,6 +35,7 @@ from megazoo.core.train.config import ConfigError
 from megazoo.core.train.config_checks import fill_dataclass
 from megazoo.core.train.evaluation import forward_outputs
 from megazoo.tasks.retrieval.inputs import RowEncoder, pad_rows
+from megazoo.tasks.retrieval.similarity import SIMILARITIES, as_similarity
 from megazoo.zoo.bert.builder import BertBuilder
 from megazoo.zoo.bert.config import BertConfig, megatron_bert, original_bert
 from megazoo.zoo.builder_base import parse_model_section
@@ -43,7 +44,6 @@ from megazoo.zoo.builder_base import parse_model_section
 # sentence vectors pool the hidden states)
 UNUSED = ("lm_dense.", "lm_norm.", "lm_bias", "head.", "binary_head.", "pooler.", "task_head.")
 OBJECTIVES = ("ict", "supervised")
-SIMILARITIES = ("dot", "cosine")
 IGNORE = -100
 
 
@@ -288,9 +288,7 @@ class RetrievalBuilder(TaskBuilder):
 def similarity_scores(q: torch.Tensor, p: torch.Tensor, s: RetrievalTask) -> torch.Tensor:
     """[q, p] scores: inner products (of unit vectors with similarity cosine), times score_scale,
     divided by sqrt(hidden) with score_scaling."""
-    if s.similarity == "cosine":
-        q, p = F.normalize(q, dim=-1), F.normalize(p, dim=-1)
-    out = (q @ p.t()) * s.score_scale
+    out = (as_similarity(q, s.similarity) @ as_similarity(p, s.similarity).t()) * s.score_scale
     return out / math.sqrt(q.shape[-1]) if s.score_scaling else out
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from megazoo.tasks.retrieval.similarity import SIMILARITIES
+
 PROG = "megazoo task retrieval evaluate"
 
 
@@ -25,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", default=None, help="an index folder of `megazoo task retrieval index`")
     parser.add_argument("--pooling", choices=("mean", "cls"), default=None,
                         help="default: the checkpoint's model.pooling (mean for a plain encoder)")
-    parser.add_argument("--similarity", choices=("dot", "cosine"), default=None,
+    parser.add_argument("--similarity", choices=SIMILARITIES, default=None,
                         help="cosine: L2-normalised vectors (default: the run's task.similarity, else dot)")
     parser.add_argument("--top-k", default="1,5,20,100", help="the k of top-k accuracy (default 1,5,20,100)")
     parser.add_argument("--match", choices=("string", "regex"), default="string",

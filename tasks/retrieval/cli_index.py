@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from megazoo.tasks.retrieval.similarity import SIMILARITIES
+
 PROG = "megazoo task retrieval index"
 
 
@@ -23,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="flat: exact; ivf / hnsw: approximate (recall reported)")
     parser.add_argument("--pooling", choices=("mean", "cls"), default=None,
                         help="default: the checkpoint's model.pooling (mean for a plain encoder)")
-    parser.add_argument("--similarity", choices=("dot", "cosine"), default=None,
+    parser.add_argument("--similarity", choices=SIMILARITIES, default=None,
                         help="cosine: L2-normalised vectors (default: the run's task.similarity, else dot)")
     parser.add_argument("--passage-length", type=int, default=None,
                         help="tokens per passage, title + text (default: the run's task.passage_length, else 256)")

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from megazoo.tasks.retrieval.inputs import Row, RowEncoder, pad_rows
+from megazoo.tasks.retrieval.similarity import SIMILARITIES, as_similarity
 from megazoo.zoo.embed import EmbedError, Embedder, read_checkpoint
 from megazoo.zoo.pooling import KINDS as POOLINGS
 from megazoo.zoo.pooling import pool
@@ -48,7 +49,7 @@ class BiEncoder(Embedder):
             raise EmbedError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLINGS)}")
         trained = trained_lengths(checkpoint)  # a retrieval run's own lengths, else DPR's 64 / 256
         self.similarity = similarity or trained.get("similarity") or "dot"
-        if self.similarity not in ("dot", "cosine"):
+        if self.similarity not in SIMILARITIES:
             raise EmbedError(f"unknown similarity {self.similarity!r}; choose dot or cosine")
         question_length = question_length or trained.get("question_length") or min(64, cfg.seq_length)
         passage_length = passage_length or trained.get("passage_length") or min(256, cfg.seq_length)
@@ -92,9 +93,7 @@ class BiEncoder(Embedder):
             mask = mb["attention_mask"] if not bool(mb["attention_mask"].all()) else None
             hidden = model(mb["input_ids"], attention_mask=mask, token_type_ids=mb["token_type_ids"]).hidden
             vecs = pool(hidden, mb["attention_mask"], self.pooling).float()
-            if self.similarity == "cosine":
-                vecs = torch.nn.functional.normalize(vecs, dim=-1)
-            out[idx] = vecs.cpu().numpy()
+            out[idx] = as_similarity(vecs, self.similarity).cpu().numpy()
             bar.update(len(idx))
         bar.close()
         return out
@@ -124,6 +123,6 @@ def trained_lengths(checkpoint) -> dict:
     if not isinstance(task, dict) or task.get("name") != "retrieval":
         return {}
     out = {k: task[k] for k in ("question_length", "passage_length") if isinstance(task.get(k), int)}
-    if task.get("similarity") in ("dot", "cosine"):
+    if task.get("similarity") in SIMILARITIES:
         out["similarity"] = task["similarity"]
     return out

@@ -14,8 +14,8 @@ import numpy as np
 
 from megazoo.tasks.retrieval.data import read_passages, read_qas
 from megazoo.tasks.retrieval.evaluate import KS, hits, top_k_accuracy
-from megazoo.tasks.retrieval.index import (brute_force, build_index, load_index, recall_against_exact, save_index,
-                                           search, stored_vectors)
+from megazoo.tasks.retrieval.index import (IndexFolderError, brute_force, build_index, load_index,
+                                           recall_against_exact, save_index, search, stored_vectors)
 
 
 def _encoder(checkpoint, pooling, batch: int, question_length: int, passage_length: int, similarity=None):
@@ -89,8 +89,6 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
     if index_dir is not None:
         index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(rows))
         if meta.get("similarity", "dot") != enc.similarity:
-            from megazoo.tasks.retrieval.index import IndexFolderError
-
             raise IndexFolderError(f"{index_dir}: its passages were embedded for {meta.get('similarity', 'dot')} "
                                    f"similarity, the questions for {enc.similarity}; rebuild it or pass --similarity")
         _, found = search(index, q, k)
@@ -103,8 +101,6 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
         ids = np.array([p.id for p in rows], dtype=np.int64)
     by_id = {p.id: p for p in rows}
     if index_dir is not None and not all(int(i) in by_id for i in ids):
-        from megazoo.tasks.retrieval.index import IndexFolderError
-
         raise IndexFolderError(f"{index_dir}: holds passage ids that {passages} lacks; it was built from another "
                                f"passages file: rebuild it from this one")
     predictions, hit_lists = [], []
