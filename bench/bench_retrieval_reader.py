@@ -4,7 +4,11 @@ generated nq-test.json. Needs bench/bench_retrieval.py's runs (the data, the imp
 the ICT + supervised retriever in runs/bench-retrieval/finetune/checkpoints).
 
     python bench/bench_retrieval_reader.py [reader|mss|table] [--stage reader|e2e|both] [--out-dir runs/bench-retrieval]
-        [--steps 100] [--threads 2]
+        [--steps 100] [--threads 2] [--seed N] [--questions test|devtest] [--retriever-lr-scale 1.0]
+
+--questions devtest evaluates on the generated nq-dev.json and nq-test.json together (written to
+data/nq-devtest.json); --retriever-lr-scale sets the e2e query tower's rate as a multiple of --lr
+(task.retriever_lr_scale).
 
 Both runs go through the core trainer (reader_builder.py) and start from the same reader (MiniLM)
 and retriever, with the same steps, questions, learning rate and seed; the only difference is
@@ -56,6 +60,10 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1234, help="train.seed (the reader's head, the question order, dropout)")
+    ap.add_argument("--retriever-lr-scale", type=float, default=1.0,
+                    help="e2e: task.retriever_lr_scale (the query tower's rate as a multiple of --lr)")
+    ap.add_argument("--questions", default="test", choices=("test", "devtest"),
+                    help="the evaluation questions: nq-test.json, or nq-dev.json and nq-test.json together")
     args = ap.parse_args()
 
     import torch
@@ -67,6 +75,8 @@ def main() -> None:
         raise SystemExit(f"{retriever}: run bench/bench_retrieval.py ict and finetune first")
     if args.part == "mss":
         return part_mss(args, out)
+    if args.questions == "devtest":
+        write_devtest(out / "data")
     t0, c0 = time.perf_counter(), cpu_s()
     records = {}
     if args.part == "table":
@@ -88,6 +98,22 @@ def main() -> None:
     write_reader_section(args, out, records, time.perf_counter() - t0, cpu_s() - c0)
 
 
+def write_devtest(data: Path) -> Path:
+    """data/nq-devtest.json: the generated nq-dev.json and nq-test.json questions in one file."""
+    path = data / "nq-devtest.json"
+    both = [*json.loads((data / "nq-dev.json").read_text()), *json.loads((data / "nq-test.json").read_text())]
+    path.write_text(json.dumps(both, indent=1))
+    return path
+
+
+def stage_settings(stage: str, args) -> list[str]:
+    """The --set overrides --questions and --retriever-lr-scale add."""
+    extra = ["task.test_file=nq-devtest.json"] if args.questions == "devtest" else []
+    if stage != "reader" and args.retriever_lr_scale != 1.0:
+        extra.append(f"task.retriever_lr_scale={args.retriever_lr_scale:g}")
+    return extra
+
+
 def run_stage(stage: str, args, retriever, out: Path, log_dir: Path, extra=()) -> dict:
     """One stage on the core trainer (reader_cli.train_reader), no checkpoints (the bench keeps metrics)."""
     from megazoo.tasks.retrieval.reader_cli import load_recipe, train_reader
@@ -98,12 +124,14 @@ def run_stage(stage: str, args, retriever, out: Path, log_dir: Path, extra=()) -
         f"train.micro_batch={args.batch}", f"train.global_batch={args.batch}", f"train.lr={args.lr}",
         f"task.reader_length={args.reader_length}", "task.question_length=32", "checkpoint.save=false",
         f"train.seed={args.seed}",
-        "log.progress=false", "log.plot=false", f"log.dir={log_dir}", *extra])
+        "log.progress=false", "log.plot=false", f"log.dir={log_dir}", *stage_settings(stage, args), *extra])
     return train_reader(cfg)
 
 
 def run_name(stage: str, args) -> str:
-    return f"reader2-{stage}" + ("" if args.seed == 1234 else f"-seed{args.seed}")
+    name = f"reader2-{stage}" + ("" if args.seed == 1234 else f"-seed{args.seed}")
+    name += "" if args.questions == "test" else f"-{args.questions}"
+    return name + ("" if stage == "reader" or args.retriever_lr_scale == 1.0 else f"-q{args.retriever_lr_scale:g}")
 
 
 def mean(xs) -> float:
@@ -123,10 +151,10 @@ def write_reader_section(args, out: Path, records: dict, wall: float, cpu: float
         f"Both on the core trainer (reader_builder.py). Reader: all-MiniLM-L6-v2 with a span head, {args.steps} steps "
         f"of {args.batch} training questions, each read over its top-{k} passages (marginal likelihood over passages "
         f"and answer occurrences), lr {args.lr:g} (warmup 10%, cosine). Retriever: the ICT + supervised checkpoint "
-        f"above. End to end: the query tower trained too (same lr), training questions re-retrieved every "
-        f"{args.refresh} steps "
+        f"above. End to end: the query tower trained too (lr {args.lr * args.retriever_lr_scale:g}), training "
+        f"questions re-retrieved every {args.refresh} steps "
         f"({e2e['refreshes']} refreshes); context tower and index fixed. Exact match on the {fixed['n']} generated "
-        f"nq-test questions.",
+        f"{'nq-test' if args.questions == 'test' else 'nq-dev and nq-test'} questions; train.seed {args.seed}.",
         "",
         f"| reader | EM | top-{k} answer recall | retrieval top-1 | top-5 | top-20 | train loss (first -> last 10 "
         f"steps) | test loss | wall (s) | CPU (s) |",
@@ -141,7 +169,7 @@ def write_reader_section(args, out: Path, records: dict, wall: float, cpu: float
         f"on fixed retrieval (one seed; {fixed['n']} questions, so one question is {100 / fixed['n']:.1f} points).",
         ""]
     (ROOT / "retrieval_reader.md").write_text("\n".join(lines))
-    (out / "reader.json").write_text(json.dumps({k: {x: v for x, v in r.items() if x != "losses"}
+    (out / f"{run_name('e2e', args)}.json").write_text(json.dumps({k: {x: v for x, v in r.items() if x != "losses"}
                                                  for k, r in records.items()}, indent=1))
     print("\n".join(lines))
 

@@ -99,7 +99,9 @@ def test_exact_match_normalisation():
     (["task.component=e2e"], "task.component='e2e' is not this stage's (reader)"),
     (["task.top_k=0"], "task.top_k, task.refresh_steps and task.max_answer_tokens must be >= 1"),
     (["task.retriever=''"], "task.retriever: give the retriever's checkpoint"),
-    (["task.retriever_lr=1e-5"], "task.retriever_lr=1e-05: the query tower trains at train.lr on the core trainer"),
+    (["task.retriever_lr=1e-5"], "task.retriever_lr=1e-05: the query tower follows train.lr's schedule; give its "
+                                 "rate as a multiple of train.lr, task.retriever_lr_scale"),
+    (["task.retriever_lr_scale=-1"], "task.retriever_lr_scale=-1: must be >= 0"),
     (["task.reader_init=x"], "task.reader_init: give the reader's BERT as train.init_from"),
     (["train.init_from=null"], "the reader needs a BERT to start from: train.init_from"),
 ])

@@ -100,3 +100,24 @@ def test_missing_retriever_is_one_line(retriever, stage, capsys):
                     "log.progress=false"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "task.retriever" in err[0] and "none" in err[0]
+
+
+def test_retriever_lr_scale_zero_keeps_the_query_tower(retriever, e2e_runs):
+    """task.retriever_lr_scale scales the query tower's rate (core/optim: a parameter's lr_scale):
+    at 0 the saved query tower is the retriever's own, bit for bit, while the reader trains."""
+    import torch
+
+    from megazoo.tasks.retrieval.reader_cli import train_reader
+    from megazoo.tasks.retrieval.towers import tower_state
+    from megazoo.zoo.pretrained import read_full
+
+    root, ckpt = retriever
+    single, _ = e2e_runs
+    run = train_reader(reader_cfg("e2e", ckpt, root / "query-frozen", "task.retriever_lr_scale=0"))
+    assert run["losses"][0] == pytest.approx(single["losses"][0], abs=1e-6)  # the same first step
+    assert run["losses"][-1] != pytest.approx(single["losses"][-1], abs=1e-6)  # then no query-tower update
+    before = tower_state(read_full(ckpt)[2], "query")
+    after = tower_state(read_full(run["retriever_out"])[2], "query")
+    assert before.keys() == after.keys() and before
+    for name, value in before.items():
+        assert torch.equal(value.float(), after[name].float()), name

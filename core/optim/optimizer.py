@@ -78,6 +78,11 @@ def no_decay(p: nn.Parameter) -> bool:
     return p.dim() < 2
 
 
+def lr_scale(p: nn.Parameter) -> float:
+    """The factor on the learning rate for `p` (its `lr_scale` attribute, 1 without one)."""
+    return float(getattr(p, "lr_scale", 1.0))
+
+
 class MixedPrecisionOptimizer:
     def __init__(self, chunks: list[nn.Module], ctx: ParallelContext, settings: AdamWSettings,
                  dtype: torch.dtype, scaler):
@@ -129,11 +134,14 @@ class MixedPrecisionOptimizer:
                 grad = buf.grad_shard[s0:s1]
                 main.grad = grad
                 self.fragments.append(Fragment(p, lo - pa, hi - pa, main, grad, id(p) not in copies))
-        decay = [f.main for f in self.fragments if not no_decay(f.param)]
-        plain = [f.main for f in self.fragments if no_decay(f.param)]
-        groups = [{"params": decay, "weight_decay": settings.weight_decay},
-                  {"params": plain, "weight_decay": 0.0}]
-        groups = [g for g in groups if g["params"]]
+        # one group per (decayed?, lr_scale): a parameter's `lr_scale` attribute (default 1) scales the
+        # schedule's learning rate for it (Megatron's lr_mult), e.g. a retriever's query tower trained
+        # end to end beside a reader
+        keyed: dict[tuple, list] = {}
+        for f in self.fragments:
+            keyed.setdefault((no_decay(f.param), lr_scale(f.param)), []).append(f.main)
+        groups = [{"params": ps, "weight_decay": 0.0 if plain else settings.weight_decay, "lr_scale": scale}
+                  for (plain, scale), ps in sorted(keyed.items())]
         kw = dict(lr=settings.lr, betas=tuple(settings.betas), eps=settings.eps)
         # None: nothing to update on this rank (e.g. a pipeline stage whose parameters are all frozen,
         # or a ZeRO shard holding none of the trainable ones); it still joins every collective
@@ -216,7 +224,7 @@ class MixedPrecisionOptimizer:
                 grads.mul_(coeff)
         if self.adam is not None:
             for group in self.adam.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * group["lr_scale"]
             self.adam.step()
         self._publish_params()
         self.scaler.update(False)

@@ -86,7 +86,11 @@ class ReaderBuilder(TaskBuilder):
     def chunks(self, ctx, seed: int, device=None) -> list:
         from megazoo.tasks.retrieval.reader_model import make_reader_model
 
-        return [make_reader_model(self.model.config, self.query.config if self.query else None, ctx, seed, device)]
+        model = make_reader_model(self.model.config, self.query.config if self.query else None, ctx, seed, device)
+        if model.query is not None:  # the optimizer scales the schedule's rate for these (core/optim)
+            for p in model.query.parameters():
+                p.lr_scale = self.settings.retriever_lr_scale
+        return [model]
 
     def load_weights(self, chunks, path, ctx) -> dict:
         """The reader from train.init_from (a two-tower retriever: its context tower, which reads

@@ -32,7 +32,8 @@ class ReaderTask:
     reader_length: int = 160  # the reader's tokens: question, title and text
     max_answer_tokens: int = 10
     refresh_steps: int = 10  # e2e: re-retrieve the training questions every N steps
-    retriever_lr: float = 0.0  # 0 only: the query tower trains at train.lr (the core optimizer has one rate)
+    retriever_lr_scale: float = 1.0  # e2e/mss: the query tower's learning rate as a multiple of train.lr's schedule
+    retriever_lr: float = 0.0  # refused: use retriever_lr_scale (kept so old recipes get a clear error)
     train_questions: int = 0  # 0: all of train_file
     test_questions: int = 0  # 0: all of test_file
     eval_batch: int = 8  # questions per evaluation micro-batch (x top_k reader rows)
@@ -54,8 +55,11 @@ class ReaderTask:
         if out.reader_length < out.question_length + 8:
             raise ConfigError("task.reader_length must leave room for a passage after the question")
         if out.retriever_lr:
-            raise ConfigError(f"task.retriever_lr={out.retriever_lr:g}: the query tower trains at train.lr on the core "
-                              f"trainer (one learning rate, as Sachan et al. train reader and retriever); remove it")
+            raise ConfigError(f"task.retriever_lr={out.retriever_lr:g}: the query tower follows train.lr's schedule; "
+                              f"give its rate as a multiple of train.lr, task.retriever_lr_scale (e.g. 0.2)")
+        if not out.retriever_lr_scale >= 0:
+            raise ConfigError(f"task.retriever_lr_scale={out.retriever_lr_scale:g}: must be >= 0 (0 freezes the "
+                              f"query tower's weights; 1 is train.lr)")
         if out.reader_init:
             raise ConfigError("task.reader_init: give the reader's BERT as train.init_from (the trainer loads it)")
         return out
