@@ -3,8 +3,8 @@ fixture: end to end (query tower trained, the questions re-retrieved every 2 ste
 trainer's before_step hook) at dp=2 and tp=2 equals one process; a run stopped at step 2 and
 resumed with train.steps raised to 4 continues exactly as the straight 4-step run (a constant
 learning rate, so the longer schedule does not change the first steps), and a finished run started
-again retrieves and evaluates without a step. Fixed retrieval and mss run through the CLI in
-test_retrieval_train.py."""
+again retrieves and evaluates without a step; task.retriever_lr_scale=0 keeps the query tower as
+it was. Fixed retrieval and mss run through the CLI in test_retrieval_train.py."""
 
 import json
 import os
