@@ -387,12 +387,13 @@ def main() -> None:
         (out / f"{args.name}.md").write_text(text)
         print(text)
         return
+    # bench/retrieval_results.json keeps every part's figures (tracked); the .md is their sections
     md = ROOT / "retrieval_results.md"
     parts = json.loads(md.with_suffix(".json").read_text()) if md.with_suffix(".json").is_file() else {}
-    parts[args.part] = text
-    md.with_suffix(".json").write_text(json.dumps(parts, indent=1))
+    parts[args.part] = result
+    md.with_suffix(".json").write_text(json.dumps(parts, indent=1) + "\n")
     md.write_text("## Retrieval (bench/bench_retrieval.py)\n\n"
-                  + "\n".join(parts[p] for p in ("ict", "finetune", "throughput") if isinstance(parts.get(p), str)))
+                  + "\n".join(section(p, parts[p]) for p in ("ict", "finetune", "throughput") if p in parts))
     print(text)
     sys.stdout.flush()
 

@@ -44,9 +44,10 @@ def cpu_s() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", nargs="?", default="reader", choices=("reader", "mss", "table"),
+    ap.add_argument("part", nargs="?", default="reader", choices=("reader", "mss", "table", "seeds"),
                     help="table: the reader section from finished OUT/reader-{reader,e2e}/reader.json runs (each "
                          "stage run on its own, e.g. in parallel; --cpu gives their CPU seconds)")
+    ap.add_argument("--seeds", default="1234,2", help="seeds: the finished runs' seeds, one table over them")
     ap.add_argument("--cpu", default="", help="table: CPU seconds of the reader and e2e runs, e.g. 600,700")
     ap.add_argument("--wall", default="", help="table: wall seconds of the reader and e2e runs (default: their "
                                                "training + evaluation time from reader.json)")
@@ -75,6 +76,8 @@ def main() -> None:
         raise SystemExit(f"{retriever}: run bench/bench_retrieval.py ict and finetune first")
     if args.part == "mss":
         return part_mss(args, out)
+    if args.part == "seeds":
+        return print(seeds_section(args, out))
     if args.questions == "devtest":
         write_devtest(out / "data")
     t0, c0 = time.perf_counter(), cpu_s()
@@ -96,6 +99,49 @@ def main() -> None:
     if args.stage != "both":
         return
     write_reader_section(args, out, records, time.perf_counter() - t0, cpu_s() - c0)
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact binomial p-value of `wins` against `losses` (the questions only one run gets right)."""
+    from math import comb
+
+    n, k = wins + losses, min(wins, losses)
+    return min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+
+
+def seeds_section(args, out: Path) -> str:
+    """One table over finished --stage both runs of several seeds (the same other settings): EM,
+    answer recall and retrieval top-k per stage and seed, and per question how many only the e2e
+    reader or only the fixed-retrieval reader answers, with a sign test over all seeds."""
+    k, rows, wins, losses, ems = args.top_k, [], 0, 0, {"reader": [], "e2e": []}
+    for seed in (int(x) for x in args.seeds.split(",")):
+        args.seed = seed
+        preds = {}
+        for stage in ("reader", "e2e"):
+            run = out / run_name(stage, args)
+            r = json.loads((run / "reader.json").read_text())
+            preds[stage] = [p["em"] for p in json.loads((run / "reader.predictions.json").read_text())["predictions"]]
+            m = r["metrics"]
+            ems[stage].append(m["em"])
+            rows.append(f"| {seed} | {'fixed retrieval' if stage == 'reader' else 'end-to-end'} | {m['em']:.1f} | "
+                        f"{m[f'top{k}_recall']:.1f} | {m['retrieval_top1']:.1f} | {m['retrieval_top5']:.1f} | "
+                        f"{m['retrieval_top20']:.1f} | {r['train_s'] + r['eval_s']:.0f} |")
+        w = sum(e and not f for f, e in zip(preds["reader"], preds["e2e"]))
+        lost = sum(f and not e for f, e in zip(preds["reader"], preds["e2e"]))
+        rows[-1] += f" {w} / {lost} |"
+        rows[-2] += " |"
+        wins, losses = wins + w, losses + lost
+    n = r["n"]
+    return "\n".join([
+        f"| seed | reader | EM | top-{k} answer recall | retrieval top-1 | top-5 | top-20 | train + eval (s) | "
+        f"questions only e2e / only fixed gets right |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *rows, "",
+        f"{n} questions per run ({'nq-dev and nq-test' if args.questions == 'devtest' else 'nq-test'}); e2e query "
+        f"tower at {args.retriever_lr_scale:g} x lr {args.lr:g}. Mean EM: fixed retrieval {mean(ems['reader']):.1f}, "
+        f"end-to-end {mean(ems['e2e']):.1f} ({mean(ems['e2e']) - mean(ems['reader']):+.1f}). Over all seeds "
+        f"{wins} answers are right only end to end and {losses} only on fixed retrieval (two-sided sign test p = "
+        f"{sign_test(wins, losses):.3f}; the seeds share the questions, so the runs are not independent)."])
 
 
 def write_devtest(data: Path) -> Path:
