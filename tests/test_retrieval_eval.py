@@ -1,6 +1,6 @@
 """DPR's top-k evaluation: has_answer against DPR's rules, top-k accuracy, faiss Flat equal to a
-numpy brute-force search, approximate indexes with their recall, an index of another encoder's
-dimension refused, and the evaluate command with the imported MiniLM (mean pooling) equal to top-k
+numpy brute-force search, approximate indexes with their recall, the faiss device choice, an
+index of another encoder's dimension refused, and the evaluate command with the imported MiniLM (mean pooling) equal to top-k
 computed independently with transformers and numpy on the same files."""
 
 import json
@@ -68,6 +68,38 @@ def test_faiss_flat_equals_numpy_brute_force_and_approximate_recall(tmp_path):
         load_index(tmp_path / "idx", expect_dim=384)
     assert str(err.value) == (f"{tmp_path / 'idx'}: the index holds 24-dimensional vectors (encoder a), but this "
                               f"encoder gives 384; rebuild the index with this checkpoint")
+
+
+def test_faiss_device_choice(tmp_path, monkeypatch):
+    """--faiss-device: on faiss-cpu auto and cpu keep the index on the CPU and gpu is refused in one
+    line; with a GPU build (simulated: faiss's GPU calls replaced by recorders, as no GPU is here)
+    auto moves flat and IVF indexes, not HNSW, and a saved index goes through the CPU copy."""
+    import faiss
+
+    from megazoo.tasks.retrieval.index import on_device
+
+    x = np.random.default_rng(1).standard_normal((64, 8)).astype(np.float32)
+    flat = build_index(x, "flat")
+    if faiss.get_num_gpus() == 0:
+        assert on_device(flat, "auto") is flat and on_device(flat, "cpu") is flat
+        with pytest.raises(IndexFolderError, match="--faiss-device gpu: this faiss sees no GPU .*use --faiss-device cpu"):
+            on_device(flat, "gpu")
+    with pytest.raises(ValueError, match="--faiss-device 'tpu'; choose one of auto, cpu, gpu"):
+        on_device(flat, "tpu")
+    moved, copied = [], []
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 1)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", lambda i: moved.append(type(i).__name__) or i)
+    monkeypatch.setattr(faiss, "index_gpu_to_cpu", lambda i: copied.append(type(i).__name__) or i, raising=False)
+    assert on_device(flat, "cpu") is flat and not moved
+    for kind in ("flat", "ivf", "hnsw"):
+        build_index(x, kind, nlist=4, device="auto")
+    assert moved == ["IndexFlatIP", "IndexIVFFlat"]  # an untrained IVF goes to the GPU, then trains there
+    with pytest.raises(IndexFolderError, match="an HNSW index has no GPU form"):
+        build_index(x, "hnsw", device="gpu")
+    save_index(tmp_path / "idx", flat, np.arange(64), {"kind": "flat"})
+    assert copied == ["IndexFlatIP"]
+    index, _, _ = load_index(tmp_path / "idx", device="gpu")
+    assert moved[-1] == "IndexFlatIP" and index.ntotal == 64
 
 
 def reference_has_answer(answers, text):
@@ -145,3 +177,12 @@ def test_evaluate_with_imported_minilm_equals_transformers_and_numpy(tmp_path, c
     err = capsys.readouterr().err.strip()
     assert err == (f"megazoo task retrieval evaluate: error: {tmp_path / 'idx16'}: the index holds 16-dimensional "
                    f"vectors (encoder tiny), but this encoder gives 384; rebuild the index with this checkpoint")
+    # --faiss-device gpu where faiss sees no GPU: one line naming the option and the fix
+    import faiss
+
+    if faiss.get_num_gpus() == 0:
+        assert megazoo(["task", "retrieval", "evaluate", "--passages", str(FIXTURE / "psgs.tsv"), "--qas",
+                        str(FIXTURE / "nq-test.csv"), "--checkpoint", str(imported), "--faiss-device", "gpu",
+                        "--out", str(tmp_path / "gpu.json")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "--faiss-device gpu: this faiss sees no GPU" in err and not (tmp_path / "gpu.json").exists()

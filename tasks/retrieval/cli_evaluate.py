@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from megazoo.tasks.retrieval.index import DEVICES
 from megazoo.tasks.retrieval.similarity import SIMILARITIES
 
 PROG = "megazoo task retrieval evaluate"
@@ -35,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--question-length", type=int, default=None, help="default: the run's, else 64")
     parser.add_argument("--passage-length", type=int, default=None, help="default: the run's, else 256")
     parser.add_argument("--batch", type=int, default=32, help="texts per forward pass")
+    parser.add_argument("--faiss-device", choices=DEVICES, default="auto",
+                        help="where faiss searches: auto (the GPUs a GPU build of faiss sees, else the CPU), cpu, gpu")
 
 
 def run(args) -> int:
@@ -48,7 +51,7 @@ def run(args) -> int:
             raise ValueError(f"--batch must be >= 1, got {args.batch}")
         record, predictions = evaluate_retriever(args.passages, args.qas, args.checkpoint, args.index, args.pooling,
                                                  ks, args.match, args.batch, args.question_length, args.passage_length,
-                                                 similarity=args.similarity)
+                                                 similarity=args.similarity, faiss_device=args.faiss_device)
         out, pred = write_evaluation(args.out, record, predictions)
     except KNOWN as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)

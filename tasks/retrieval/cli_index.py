@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from megazoo.tasks.retrieval.index import DEVICES
 from megazoo.tasks.retrieval.similarity import SIMILARITIES
 
 PROG = "megazoo task retrieval index"
@@ -35,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nprobe", type=int, default=8, help="ivf: cells searched per query")
     parser.add_argument("--hnsw-m", type=int, default=32, help="hnsw: links per node")
     parser.add_argument("--ef-search", type=int, default=128, help="hnsw: search depth")
+    parser.add_argument("--faiss-device", choices=DEVICES, default="auto",
+                        help="where faiss trains and fills the index: auto (the GPUs a GPU build of faiss sees, "
+                             "else the CPU), cpu, gpu; the saved index is a CPU index")
 
 
 def run(args) -> int:
@@ -49,7 +53,7 @@ def run(args) -> int:
         meta = index_passages(args.passages, args.checkpoint, args.out, args.index, args.pooling, args.batch,
                               args.passage_length, nlist=args.nlist, nprobe=args.nprobe, m=args.hnsw_m,
                               ef_search=args.ef_search, nproc=args.nproc,
-                              similarity=args.similarity)
+                              similarity=args.similarity, device=args.faiss_device)
     except KNOWN + (RankFailure,) as e:
         lines = str(e).strip().splitlines() or [""]  # a rank's failure: its traceback's last line says it
         print(f"{PROG}: error: {lines[-1] if isinstance(e, RankFailure) else lines[0]}", file=sys.stderr)

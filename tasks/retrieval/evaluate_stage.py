@@ -77,9 +77,10 @@ def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str |
 def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str | None = None, ks=KS,
                        match: str = "string", batch: int = 32, question_length: int | None = None,
                        passage_length: int | None = None, progress: bool = False,
-                       similarity: str | None = None) -> tuple[dict, list[dict]]:
+                       similarity: str | None = None, faiss_device: str = "auto") -> tuple[dict, list[dict]]:
     """(summary record, per-question predictions): top-k accuracy in percent for each k, and
-    each question's ranked passage ids with their hits."""
+    each question's ranked passage ids with their hits; the search runs on `faiss_device`
+    (index.on_device)."""
     rows = read_passages(passages)
     questions = read_qas(qas)
     enc = _encoder(checkpoint, pooling, batch, question_length, passage_length, similarity)
@@ -87,7 +88,8 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
     q = enc.questions([x.question for x in questions], progress=progress)
     extra: dict = {}
     if index_dir is not None:
-        index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(rows))
+        index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(rows),
+                                      device=faiss_device)
         if meta.get("similarity", "dot") != enc.similarity:
             raise IndexFolderError(f"{index_dir}: its passages were embedded for {meta.get('similarity', 'dot')} "
                                    f"similarity, the questions for {enc.similarity}; rebuild it or pass --similarity")
@@ -97,7 +99,7 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
             extra["index_kind"] = meta["kind"]
     else:
         vecs = enc.passages([p.title for p in rows], [p.text for p in rows], progress=progress)
-        _, found = search(build_index(vecs, "flat"), q, k)
+        _, found = search(build_index(vecs, "flat", device=faiss_device), q, k)
         ids = np.array([p.id for p in rows], dtype=np.int64)
     by_id = {p.id: p for p in rows}
     if index_dir is not None and not all(int(i) in by_id for i in ids):

@@ -9,6 +9,10 @@
 DIR holds index.faiss, ids.npy (row -> passage id, int64) and meta.json (kind, dim, count, the
 encoder checkpoint and pooling, and for an approximate index the recall it keeps against exact
 search). Writing goes to a temporary folder renamed at the end, so a crash leaves no half index.
+
+Device (`device` here, `--faiss-device` on the commands): `auto` puts flat and IVF indexes on every
+GPU a GPU build of faiss sees (faiss-gpu; faiss-cpu sees none), `cpu` keeps them on the CPU, `gpu`
+insists. HNSW has no GPU form and stays on the CPU under auto. Saved indexes are CPU indexes.
 """
 
 from __future__ import annotations
@@ -21,14 +25,48 @@ from pathlib import Path
 import numpy as np
 
 KINDS = ("flat", "ivf", "hnsw")
+DEVICES = ("auto", "cpu", "gpu")
 
 
 class IndexFolderError(ValueError):
     """An index folder that cannot serve this request (missing, another encoder's dimension)."""
 
 
+def gpus() -> int:
+    """GPUs this faiss can use (0 for faiss-cpu)."""
+    import faiss
+
+    return int(faiss.get_num_gpus()) if hasattr(faiss, "get_num_gpus") else 0
+
+
+def on_device(index, device: str = "auto"):
+    """`index` moved to every visible GPU (device gpu, or auto when a GPU build sees one), else as it is."""
+    import faiss
+
+    if device not in DEVICES:
+        raise ValueError(f"--faiss-device {device!r}; choose one of {', '.join(DEVICES)}")
+    n, graph = gpus(), isinstance(index, faiss.IndexHNSW)
+    if device == "gpu" and (n == 0 or graph):
+        why = "an HNSW index has no GPU form; use flat or ivf" if graph else (
+            "this faiss sees no GPU (faiss-cpu, or no CUDA device); install a GPU build of faiss (conda's "
+            "faiss-gpu) on a CUDA machine")
+        raise IndexFolderError(f"--faiss-device gpu: {why}, or use --faiss-device cpu")
+    if device == "cpu" or n == 0 or graph:
+        return index
+    return faiss.index_cpu_to_all_gpus(index)
+
+
+def to_cpu(index):
+    """A CPU copy of the index where faiss has GPUs (a GPU, replicated or CPU index alike), for writing
+    and reconstructing; the index itself elsewhere."""
+    import faiss
+
+    return faiss.index_gpu_to_cpu(index) if gpus() else index
+
+
 def build_index(vectors: np.ndarray, kind: str = "flat", nlist: int | None = None, nprobe: int = 8,
-                m: int = 32, ef_search: int = 128, seed: int = 0):
+                m: int = 32, ef_search: int = 128, seed: int = 0, device: str = "cpu"):
+    """A faiss index of `vectors` (trained and filled on `device`, see on_device)."""
     import faiss
 
     if kind not in KINDS:
@@ -43,11 +81,13 @@ def build_index(vectors: np.ndarray, kind: str = "flat", nlist: int | None = Non
         quantizer = faiss.IndexFlatIP(d)
         index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
         index.cp.seed = seed
-        index.train(x)
         index.nprobe = min(nprobe, nlist)
     else:
         index = faiss.IndexHNSWFlat(d, m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efSearch = ef_search
+    index = on_device(index, device)
+    if kind == "ivf":
+        index.train(x)
     index.add(x)
     return index
 
@@ -77,6 +117,7 @@ def stored_vectors(index) -> np.ndarray:
     """Every vector an index holds, in row order (IVF gets its direct map first)."""
     import faiss
 
+    index = to_cpu(index)
     if isinstance(index, faiss.IndexIVF):
         index.make_direct_map()
     return index.reconstruct_n(0, index.ntotal)
@@ -90,7 +131,7 @@ def save_index(folder, index, ids: np.ndarray, meta: dict) -> Path:
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    faiss.write_index(index, str(tmp / "index.faiss"))
+    faiss.write_index(to_cpu(index), str(tmp / "index.faiss"))
     np.save(tmp / "ids.npy", np.asarray(ids, dtype=np.int64))
     (tmp / "meta.json").write_text(json.dumps({**meta, "dim": index.d, "count": int(index.ntotal)}, indent=1))
     if folder.exists():
@@ -99,8 +140,8 @@ def save_index(folder, index, ids: np.ndarray, meta: dict) -> Path:
     return folder
 
 
-def load_index(folder, expect_dim: int | None = None, expect_count: int | None = None):
-    """(faiss index, ids, meta) of a saved index; `expect_dim`: the encoder's vector size."""
+def load_index(folder, expect_dim: int | None = None, expect_count: int | None = None, device: str = "cpu"):
+    """(faiss index on `device`, ids, meta) of a saved index; `expect_dim`: the encoder's vector size."""
     import faiss
 
     folder = Path(folder)
@@ -116,4 +157,4 @@ def load_index(folder, expect_dim: int | None = None, expect_count: int | None =
     if expect_count is not None and len(ids) != expect_count:
         raise IndexFolderError(f"{folder}: the index holds {len(ids)} passages, the passages file {expect_count}; "
                           f"rebuild it from this file")
-    return faiss.read_index(str(folder / "index.faiss")), ids, meta
+    return on_device(faiss.read_index(str(folder / "index.faiss")), device), ids, meta

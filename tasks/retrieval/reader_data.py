@@ -42,7 +42,7 @@ class Evidence:
             _VECTORS[key] = self.enc.passages([p.title for p in passages], [p.text for p in passages], progress=True)
         self.vectors = _VECTORS[key]
         self.table = torch.from_numpy(self.vectors)
-        self.index = build_index(self.vectors, "flat")
+        self.index = build_index(self.vectors, "flat", device="auto")  # on the GPUs of a GPU faiss
 
     def search(self, q: np.ndarray, k: int) -> np.ndarray:
         from megazoo.tasks.retrieval.index import search
