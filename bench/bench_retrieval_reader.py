@@ -3,7 +3,7 @@ query encoder trained end to end ("individual top-k"), exact match of the final 
 generated nq-test.json. Needs bench/bench_retrieval.py's runs (the data, the imported MiniLM and
 the ICT + supervised retriever in runs/bench-retrieval/finetune/checkpoints).
 
-    python bench/bench_retrieval_reader.py [reader|mss|table] [--stage reader|e2e|both] [--out-dir runs/bench-retrieval]
+    python bench/bench_retrieval_reader.py [reader|mss|table|seeds] [--stage reader|e2e|both] [--out-dir runs/bench-retrieval]
         [--steps 100] [--threads 2] [--seed N] [--questions test|devtest] [--retriever-lr-scale 1.0]
 
 --questions devtest evaluates on the generated nq-dev.json and nq-test.json together (written to
@@ -46,7 +46,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("part", nargs="?", default="reader", choices=("reader", "mss", "table", "seeds"),
                     help="table: the reader section from finished OUT/reader-{reader,e2e}/reader.json runs (each "
-                         "stage run on its own, e.g. in parallel; --cpu gives their CPU seconds)")
+                         "stage run on its own, e.g. in parallel; --cpu gives their CPU seconds); seeds: one "
+                         "table over finished --stage both runs of --seeds")
     ap.add_argument("--seeds", default="1234,2", help="seeds: the finished runs' seeds, one table over them")
     ap.add_argument("--cpu", default="", help="table: CPU seconds of the reader and e2e runs, e.g. 600,700")
     ap.add_argument("--wall", default="", help="table: wall seconds of the reader and e2e runs (default: their "

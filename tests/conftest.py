@@ -19,8 +19,9 @@ SESSION_FOLDERS = ("megazoo_cache",)  # made by session-scoped fixtures: they li
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    if report.failed:
-        item.module.__dict__["_megazoo_failed"] = True
+    module = getattr(item, "module", None)
+    if report.failed and module is not None:
+        module.__dict__["_megazoo_failed"] = True
     return report
 
 
