@@ -348,6 +348,8 @@ def section(part: str, r: dict) -> str:
 
 
 def main() -> None:
+    from megazoo.tasks.retrieval.similarity import SIMILARITIES
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("part", choices=("ict", "finetune", "throughput"))
     ap.add_argument("--out-dir", default="runs/bench-retrieval")
@@ -355,7 +357,7 @@ def main() -> None:
     ap.add_argument("--ict-lr", type=float, default=1e-4)
     ap.add_argument("--ict-epochs", type=int, default=2)
     ap.add_argument("--ict-batch", type=int, default=32, help="ict: blocks per step (the in-batch negatives)")
-    ap.add_argument("--ict-similarity", choices=("dot", "cosine"), default="cosine",
+    ap.add_argument("--ict-similarity", choices=SIMILARITIES, default="cosine",
                     help="ict: task.similarity of the ICT run (cosine: MiniLM's own geometry)")
     ap.add_argument("--ict-scale", type=float, default=20.0, help="ict: task.score_scale (sentence-transformers: 20)")
     ap.add_argument("--ict-seed", type=int, default=1234, help="ict: train.seed")

@@ -89,10 +89,7 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
     extra: dict = {}
     if index_dir is not None:
         index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(rows),
-                                      device=faiss_device)
-        if meta.get("similarity", "dot") != enc.similarity:
-            raise IndexFolderError(f"{index_dir}: its passages were embedded for {meta.get('similarity', 'dot')} "
-                                   f"similarity, the questions for {enc.similarity}; rebuild it or pass --similarity")
+                                      device=faiss_device, expect_similarity=enc.similarity)
         _, found = search(index, q, k)
         if meta.get("kind", "flat") != "flat":  # what the approximation costs on these very questions
             extra["index_recall"] = recall_against_exact(found, brute_force(stored_vectors(index), q, k)[1])

@@ -140,8 +140,10 @@ def save_index(folder, index, ids: np.ndarray, meta: dict) -> Path:
     return folder
 
 
-def load_index(folder, expect_dim: int | None = None, expect_count: int | None = None, device: str = "cpu"):
-    """(faiss index on `device`, ids, meta) of a saved index; `expect_dim`: the encoder's vector size."""
+def load_index(folder, expect_dim: int | None = None, expect_count: int | None = None, device: str = "cpu",
+               expect_similarity: str | None = None):
+    """(faiss index on `device`, ids, meta) of a saved index; `expect_dim`: the encoder's vector size,
+    `expect_similarity`: the similarity the questions are embedded for (an index without one is dot)."""
     import faiss
 
     folder = Path(folder)
@@ -153,6 +155,9 @@ def load_index(folder, expect_dim: int | None = None, expect_count: int | None =
         raise IndexFolderError(f"{folder}: the index holds {meta.get('dim')}-dimensional vectors (encoder "
                           f"{meta.get('checkpoint')}), but this encoder gives {expect_dim}; rebuild the index with "
                           f"this checkpoint")
+    if expect_similarity is not None and meta.get("similarity", "dot") != expect_similarity:
+        raise IndexFolderError(f"{folder}: its passages were embedded for {meta.get('similarity', 'dot')} "
+                               f"similarity, the questions for {expect_similarity}; rebuild it or pass --similarity")
     ids = np.load(folder / "ids.npy")
     if expect_count is not None and len(ids) != expect_count:
         raise IndexFolderError(f"{folder}: the index holds {len(ids)} passages, the passages file {expect_count}; "
