@@ -21,9 +21,12 @@ def _qkv(dtype, heads=8, kv=8, s=24, t=24, b=2, d=16, seed=0):
     return [x.to(dtype).requires_grad_() for x in (q, k, v)]
 
 
+@pytest.mark.parametrize("block_rows", [128, 4])  # one block; causal queries in blocks of 4-5 rows (at most 8)
 @pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("heads,kv,s,t", [(8, 8, 24, 24), (8, 2, 24, 24), (6, 3, 1, 20), (4, 2, 5, 9)])
-def test_explicit_equals_sdpa_forward_and_backward(causal, heads, kv, s, t):
+@pytest.mark.parametrize("heads,kv,s,t", [(8, 8, 24, 24), (8, 2, 24, 24), (6, 3, 1, 20), (4, 2, 5, 9), (4, 2, 19, 30),
+                                          (4, 4, 37, 37)])
+def test_explicit_equals_sdpa_forward_and_backward(causal, heads, kv, s, t, block_rows, monkeypatch):
+    monkeypatch.setattr(fa, "QUERY_BLOCK_ROWS", block_rows)
     q, k, v = _qkv(torch.float64, heads, kv, s, t)
     out = fa.explicit_attention(q, k, v, 0.3, causal)
     w = torch.randn(out.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
@@ -59,9 +62,16 @@ def test_device_rule(monkeypatch):
     cpu, cuda = torch.device("cpu"), torch.device("cuda", 0)
     monkeypatch.delenv("MEGAZOO_ATTENTION", raising=False)
     assert device.attention_kernel(cuda, torch.bfloat16) == "sdpa"
-    assert device.attention_kernel(cpu, torch.float32) == "sdpa"
+    assert device.attention_kernel(cuda, torch.float32, 512, 512, True) == "sdpa"
+    # CPU fp32: the blocked explicit kernel for causal training shapes up to 1024 keys, SDPA otherwise
+    assert device.attention_kernel(cpu, torch.float32, 512, 512, True) == "explicit"
+    assert device.attention_kernel(cpu, torch.float32, 1024, 1024, True) == "explicit"
+    assert device.attention_kernel(cpu, torch.float32, 2048, 2048, True) == "sdpa"
+    assert device.attention_kernel(cpu, torch.float32, 1, 40, True) == "sdpa", "decoding one token"
+    assert device.attention_kernel(cpu, torch.float32, 512, 512, False) == "sdpa", "no causal blocks to skip"
     want = "explicit" if device.cpu_has_native_bf16() else "sdpa"
     assert device.attention_kernel(cpu, torch.bfloat16) == want
+    assert device.attention_kernel(cpu, torch.bfloat16, 512, 512, True) == want
     monkeypatch.setenv("MEGAZOO_ATTENTION", "explicit")
     assert device.attention_kernel(cpu, torch.float32) == "explicit"
 

@@ -121,3 +121,41 @@ def test_traces_without_graph_breaks():
     ref = logits.clone().requires_grad_()
     ce.vocab_parallel_cross_entropy(ref, target, VOCAB).sum().backward()
     torch.testing.assert_close(x.grad, ref.grad)
+
+
+def _masked_case(group=None, rank=0, world=1):
+    """Logits at -inf (a vocabulary mask): row 0 masks a whole tp=2 shard, row 1 every other column."""
+    logits, target = _inputs(torch.float32)
+    logits, target = logits.reshape(-1, PADDED), target.reshape(-1)
+    logits[0, :PADDED // 2] = float("-inf")
+    logits[1, ::2] = float("-inf")
+    target[0], target[1] = PADDED // 2 + 5, 3
+    local = logits.chunk(world, -1)[rank].clone().requires_grad_()
+    loss = ce.vocab_parallel_cross_entropy(local, target, VOCAB, group)
+    loss.sum().backward()
+    return logits, target, loss.detach(), local.grad
+
+
+def _masked_rank():
+    return _masked_case(dist.group.WORLD, dist.get_rank(), dist.get_world_size())
+
+
+def _masked_reference(logits, target):
+    x = logits.double().requires_grad_()
+    loss = F.cross_entropy(x[:, :VOCAB], target, ignore_index=-100, reduction="none")
+    loss.sum().backward()
+    return loss.detach(), x.grad
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_masked_logits(tp):
+    if tp == 1:
+        logits, target, loss, grad = _masked_case()
+    else:
+        parts = spawn(_masked_rank, 2, timeout=300)
+        logits, target, loss = parts[0][:3]
+        grad = torch.cat([p[3] for p in parts], -1)
+    ref_loss, ref_grad = _masked_reference(logits, target)
+    assert torch.isfinite(loss).all(), "a masked shard or column must not make the loss inf or nan"
+    torch.testing.assert_close(loss.double(), ref_loss, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grad[:, :VOCAB].double(), ref_grad[:, :VOCAB], rtol=1e-5, atol=1e-7)

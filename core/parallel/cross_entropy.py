@@ -6,10 +6,12 @@ target's logit (only its owner has it). Padded vocabulary columns (index >= voca
 out, so padding is invisible. With label smoothing eps,
 loss = (1 - eps) * nll + eps * mean over the real vocabulary of -log p.
 
-Fused and chunked: the rows are processed a chunk at a time (CHUNK_ELEMENTS logits), so no
-[tokens x V/tp] fp32 copy exists beyond one chunk; forward saves the logits (as they came) and the
-per-token logsumexp, backward recomputes each chunk's softmax and writes the gradient directly in
-the logits' dtype. The only Python branches depend on shapes and settings, never on data, so the
+Fused and chunked: the rows are processed a chunk at a time (CHUNK_ELEMENTS logits, one fp32
+buffer reused by every chunk), so no [tokens x V/tp] fp32 copy exists; forward saves the logits (as
+they came) and the per-token logsumexp, backward recomputes each chunk's softmax and writes the
+gradient directly in the logits' dtype. Each chunk takes few passes over memory: the widening to
+fp32 happens inside the subtraction (`torch.sub(bf16, fp32, out=fp32 buffer)`) and the exponential
+is taken in place. The only Python branches depend on shapes and settings, never on data, so the
 function traces under torch.compile. Arithmetic is fp32 (fp64 for fp64 logits).
 """
 
@@ -20,7 +22,9 @@ import torch.distributed as dist
 
 from megazoo.core.parallel.collectives import group_rank, group_size
 
-CHUNK_ELEMENTS = 2**22  # logits per chunk: 16 MiB in fp32
+CHUNK_ELEMENTS = 2**20  # logits per chunk: 4 MiB in fp32, kept in cache between a chunk's passes
+# (bench shapes, bf16 logits [2048, 32768], 2 threads: forward + backward 104 ms at 2**20 against
+# 123 ms at 2**22 and 147 ms at 2**17)
 
 
 def _all_reduce(x, group, op=dist.ReduceOp.SUM):
@@ -53,11 +57,17 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         target_logit = flat.gather(-1, idx.unsqueeze(-1)).squeeze(-1).to(cdtype).masked_fill(outside, 0.0)
         total = torch.zeros(n, dtype=cdtype, device=logits.device) if smoothing > 0 else None
         step = _rows(local_v)
-        for a in range(0, n, step):
-            x = flat[a:a + step, :real].to(cdtype)
-            lse[a:a + step] = torch.logsumexp(x, -1)
+        if real == 0:  # a shard of padding only: exp sums to zero
+            lse.fill_(float("-inf"))
+        buf = torch.empty(min(step, n), real, dtype=cdtype, device=logits.device)
+        for a in range(0, n if real > 0 else 0, step):
+            x = flat[a:a + step, :real]
+            m = x.amax(-1, keepdim=True).to(cdtype)
+            m = m.masked_fill(torch.isinf(m), 0.0)  # a row of -inf: its logsumexp stays -inf
+            e = torch.sub(x, m, out=buf[:x.shape[0]]).exp_()
+            lse[a:a + step] = e.sum(-1).log_().add_(m.squeeze(-1))
             if total is not None:
-                total[a:a + step] = x.sum(-1)
+                total[a:a + step] = x.sum(-1, dtype=cdtype)
         # the global logsumexp from every rank's own: max, then a sum of exp(local - max)
         top = _all_reduce(lse.clone(), group, dist.ReduceOp.MAX)
         top = top.masked_fill(torch.isinf(top), 0.0)  # a shard with no real columns gives -inf
@@ -87,14 +97,14 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         if real < local_v:
             grad[:, real:] = 0
         step = _rows(local_v)
+        buf = torch.empty(min(step, n), real, dtype=log_z.dtype, device=logits.device)
         for a in range(0, n if real > 0 else 0, step):  # a shard of padding only has zero gradient
             b = min(a + step, n)
-            p = (flat[a:b, :real].to(log_z.dtype) - log_z[a:b].unsqueeze(-1)).exp_()
+            p = torch.sub(flat[a:b, :real], log_z[a:b].unsqueeze(-1), out=buf[:b - a]).exp_()
             p.scatter_add_(-1, idx[a:b].unsqueeze(-1), owned[a:b])
             if eps > 0:
                 p.sub_(eps / ctx.vocab_size)
-            p.mul_(scale[a:b])
-            grad[a:b, :real] = p
+            grad[a:b, :real] = p.mul_(scale[a:b])  # (mul_ then a narrowing copy: 10 ms a pass, mul(out=bf16) 26)
         return grad.view(logits.shape), None, None, None, None, None
 
 

@@ -46,18 +46,34 @@ def cpu_has_native_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def attention_kernel(device: torch.device, dtype: torch.dtype) -> str:
+FP32_EXPLICIT_QUERIES = (256, 1024)  # CPU fp32: the explicit kernel for s >= 256 queries and t <= 1024 keys
+
+
+def attention_kernel(device: torch.device, dtype: torch.dtype, queries: int = 0, keys: int = 0,
+                     causal: bool = False) -> str:
     """The core-attention kernel for the fast path (megazoo.core.nn.fast_attention): "sdpa" or
-    "explicit". Measured per device (forward + backward, seq 512, 12 heads, batch 4; the numbers in
-    bench/RESULTS.md): on CUDA, SDPA (flash); on a CPU with native bf16, the explicit GEMM kernel for
-    bf16 (0.7x SDPA's time) and SDPA for fp32 (the explicit kernel took 2x its time); without native
-    bf16, SDPA. MEGAZOO_ATTENTION=sdpa or explicit overrides the rule (tests, measurements)."""
+    "explicit", for `queries` x `keys` scores. Measured per device (forward + backward, 2
+    threads; the numbers in bench/RESULTS.md and the fast_attention docstring):
+      - CUDA: SDPA (flash).
+      - CPU, bf16 with native bf16: the explicit GEMM kernel (bench shapes 44 ms against SDPA's 78;
+        it also won at seq 1024 and 2048 and in decoding).
+      - CPU, fp32, causal: the explicit kernel (queries in blocks) from 256 queries up to 1024 keys
+        (seq 256: 5.9 against 7.5 ms, 512: 63 against 81 ms, 1024: even); SDPA for longer rows
+        (seq 2048: 361 against 247 ms, its scores no longer stay in cache), for fewer queries
+        (decoding one token: 40 against 17 us a layer) and without the causal mask (no blocks to
+        skip: 115-143 against 82-89 ms at seq 512).
+      - CPU bf16 without native bf16: SDPA.
+    MEGAZOO_ATTENTION=sdpa or explicit overrides the rule (tests, measurements)."""
     forced = os.environ.get("MEGAZOO_ATTENTION", "auto")
     if forced in ("sdpa", "explicit"):
         return forced
     if device.type != "cpu":
         return "sdpa"
-    return "explicit" if dtype == torch.bfloat16 and cpu_has_native_bf16() else "sdpa"
+    if dtype == torch.bfloat16:
+        return "explicit" if cpu_has_native_bf16() else "sdpa"
+    low, high = FP32_EXPLICIT_QUERIES
+    fp32_wins = dtype == torch.float32 and causal and queries >= low and keys <= high
+    return "explicit" if fp32_wins else "sdpa"
 
 
 def decode_products(device: torch.device, dtype: torch.dtype) -> str:
