@@ -1,20 +1,21 @@
 """Training throughput: megazoo against transformers' GPT2LMHeadModel, on this CPU.
 
 Model (both): 6 layers, hidden 768, 12 heads, vocabulary 32768, sequence 512, micro-batch 4,
-AdamW, no dropout, tied embeddings. Every contender runs in its own fresh process (one warm-up step,
-then --steps timed steps), and the contenders take turns round by round (--rounds), so that load on
-a shared machine hits each alike and process-level settings (megazoo's allocator policy) belong to
-the contender that makes them:
+AdamW, no dropout, tied embeddings. Every contender runs in its own fresh process (process-level
+settings, such as megazoo's allocator policy, belong to the contender that makes them). The
+contenders of one dtype are started together, each takes its warm-up step, and then they take turns
+one timed step at a time (--steps each), so that load on a shared machine hits each alike; the
+figures are the best step of each and the median over the turns of the ratio of neighbouring steps:
   - HF fp32 vs megazoo fp32 (2 threads each);
   - HF under bf16 autocast vs megazoo's bf16 policy (bf16 model, fp32 main params and grads), and
     megazoo bf16 with train.allocator=system (the C library's default), to show the policy's part;
   - megazoo TP=2 (2 ranks x 1 thread) vs TP=1 (1 rank x 2 threads, the fp32 contender), fp32.
-Each worker reports its step times, CPU time, minor page faults per step and peak resident memory.
+Each contender reports its step times, CPU time, minor page faults per step and peak resident memory.
 Model FLOPs follow Megatron's formula (the same count for both); MFU divides by the dense GEMM
 peak of the same dtype measured on this machine in the same run (fresh processes at the start and
 the end, best), with 2 threads. bf16 is only judged on a CPU with native bf16 (AVX512-BF16/AMX).
 
-    python bench/bench_train.py [--steps 2] [--rounds 2] [--write]   (--write updates bench/RESULTS.md)
+    python bench/bench_train.py [--steps 5] [--write]   (--write updates bench/RESULTS.md)
     python bench/bench_train.py --compile        (adds megazoo bf16 with train.compile=true)
     python bench/bench_train.py --only fp32      (just the contenders whose name has "fp32"; not written)
 """
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -37,6 +39,9 @@ os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")  # the trainer's own peak is n
 SIZES = dict(num_layers=6, hidden_size=768, num_heads=12, vocab_size=32768, seq_length=512)
 MICRO = 4
 THREADS = 2
+SMOKE_SIZES = dict(num_layers=2, seq_length=128)
+if os.environ.get("MEGAZOO_BENCH_SMOKE"):  # set by --smoke for every process of the run, spawned ranks too
+    SIZES.update(SMOKE_SIZES)
 
 
 def mz_config(run_dir: str, dtype: str = "fp32", tp: int = 1, extra=()):
@@ -98,8 +103,74 @@ def flops_per_step() -> float:
     return load_builder({"arch": "gpt", **SIZES}).flops_per_iteration(MICRO, 1)
 
 
-def _tp2_rank(run_dir: str, steps: int) -> dict:
-    return _measure(Megazoo("fp32", run_dir, tp=2), steps)
+def _tp2_serve_rank(run_dir: str, commands, replies) -> None:
+    """One rank of the TP=2 contender: build, warm up, then one step per command that rank 0 reads
+    and broadcasts; rank 0 replies with the step's time (the slower rank), CPU seconds and page
+    faults (both ranks) and the larger resident size."""
+    import torch.distributed as dist
+
+    m = Megazoo("fp32", run_dir, tp=2)
+    m.step()
+    rank = dist.get_rank()
+    if rank == 0:
+        replies.put(m.policy)
+    go = torch.zeros(1)
+    while True:
+        if rank == 0:
+            go.fill_(1.0 if commands.get() == "step" else 0.0)
+        dist.broadcast(go, 0)
+        if go.item() == 0:
+            break
+        f0, c0 = _faults(), time.process_time()
+        t = m.step()
+        top = torch.tensor([t, _rss_gib()], dtype=torch.float64)
+        total = torch.tensor([time.process_time() - c0, _faults() - f0], dtype=torch.float64)
+        dist.all_reduce(top, op=dist.ReduceOp.MAX)
+        dist.all_reduce(total)
+        if rank == 0:
+            replies.put({"time": top[0].item(), "rss_gib": top[1].item(), "cpu": total[0].item(),
+                         "faults": total[1].item()})
+    m.trainer.close()
+
+
+class TP2:
+    """The TP=2 contender behind the same step() as the others: its two ranks run in spawned
+    processes (a thread of this process waits on them) and take commands through queues."""
+
+    def __init__(self, run_dir: str):
+        import multiprocessing as mp
+        import threading
+
+        from megazoo.core.parallel.launch import spawn
+
+        ctx = mp.get_context("spawn")
+        self.commands, self.replies = ctx.Queue(), ctx.Queue()
+        self.failed: list[BaseException] = []
+
+        def run():
+            try:
+                spawn(_tp2_serve_rank, 2, run_dir, self.commands, self.replies, timeout=7200, threads=1)
+            except BaseException as e:  # noqa: BLE001 - reported by the next step
+                self.failed.append(e)
+                self.replies.put(None)
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        self.policy = self._reply()
+
+    def _reply(self):
+        got = self.replies.get(timeout=3600)
+        if got is None:
+            raise RuntimeError(f"the TP=2 ranks failed: {self.failed[0]}")
+        return got
+
+    def step(self) -> dict:
+        self.commands.put("step")
+        return self._reply()
+
+    def close(self) -> None:
+        self.commands.put("stop")
+        self.thread.join(timeout=600)
 
 
 def _zero_bytes(run_dir: str) -> dict:
@@ -143,8 +214,10 @@ def memory_section(out_dir: str) -> str:
     zero = spawn(_zero_bytes, d, f"{out_dir}/zero", timeout=1200, threads=1)[0]
     lines = ["Activation memory kept for backward after one forward (bench model, micro-batch 4; "
              "`megazoo.core.train.memory.saved_activation_bytes`, distinct storages saved by autograd, "
-             "parameters excluded). On CPU, SDPA's flash kernel never stores the s x s attention matrix, so "
-             "selective recompute only pays off when attention dropout forces the explicit path:", "",
+             "parameters excluded; the model in fp32). Without dropout, core attention takes the fast path: at these "
+             "shapes on CPU the blocked explicit kernel, which keeps 10/16 of the s x s probabilities for backward "
+             "(SDPA's flash kernel keeps none); attention dropout takes the full explicit path. Selective recompute "
+             "drops what core attention keeps:", "",
              "| recompute | attention dropout | saved activations (MiB) | saving |", "|---|---:|---:|---:|", *rows, "",
              f"Distributed optimizer, bf16 model (4 layers, hidden 256, vocab 32768), dp={d}, measured per rank: "
              f"fp32 main params + Adam state = {zero[True]:.2f} bytes/param (12/d = {12 / d:.2f}); without it "
@@ -156,13 +229,8 @@ def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def _measure(contender, steps: int) -> dict:
-    """One warm-up step, then `steps` timed ones: their times, CPU seconds and minor page faults."""
-    contender.step()
-    f0, c0 = _faults(), time.process_time()
-    times = [contender.step() for _ in range(steps)]
-    return {"times": times, "cpu": (time.process_time() - c0) / steps, "faults": (_faults() - f0) / steps,
-            "rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "policy": contender.policy}
+def _rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 CONTENDERS = {  # name -> (kind, dtype, extra megazoo settings)
@@ -174,11 +242,11 @@ CONTENDERS = {  # name -> (kind, dtype, extra megazoo settings)
     "megazoo fp32 TP=2 (2 ranks x 1 thread)": ("tp2", "fp32", ()),
 }
 COMPILED = ("megazoo bf16, train.compile=true", ("mz", "bf16", ("train.compile=true",)))
+GROUPS = ("fp32", "bf16")  # the contenders of one dtype are alive together and take turns
 
 
-def worker(name: str, steps: int, out: str) -> dict:
-    """Run in a fresh process: build one contender and measure it."""
-    from megazoo.core.parallel.launch import spawn
+def worker(name: str, out: str) -> dict:
+    """Run in a fresh process: the GEMM peak, the GEMM floor or the attention kernels."""
     from megazoo.core.train.flops import gemm_flops
 
     torch.set_num_threads(THREADS)
@@ -187,21 +255,91 @@ def worker(name: str, steps: int, out: str) -> dict:
                 "bf16": max(gemm_flops(torch.bfloat16, "cpu", THREADS, size=n, seconds=1.0) for n in (1024, 1536))}
     if name == "attention":
         return attention_kernels()
+    if name == "floor":
+        return {k: gemm_floor(dt) for k, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
+    raise ValueError(f"unknown worker {name!r}")
+
+
+def serve(name: str, out: str) -> None:
+    """Run in a fresh process: build one contender, take its warm-up step, say "ready", then take one
+    timed step per "step" line on stdin and answer each with a JSON line; "stop" ends it."""
+    torch.set_num_threads(THREADS)
     kind, dtype, extra = dict([COMPILED, *CONTENDERS.items()])[name]
     run_dir = f"{out}/{abs(hash(name))}"
-    if kind == "tp2":
-        ranks = spawn(_tp2_rank, 2, run_dir, steps, timeout=1800, threads=1)
-        r = dict(ranks[0])
-        r["times"] = [max(a, b) for a, b in zip(ranks[0]["times"], ranks[1]["times"])]
-        r["faults"] = sum(x["faults"] for x in ranks)
-        return r
-    if kind == "hf":
-        return _measure(HF(dtype == "bf16"), steps)
     started = time.perf_counter()
-    m = Megazoo(dtype, run_dir, extra=extra)
-    r = _measure(m, steps)
-    r["setup_and_warmup_s"] = time.perf_counter() - started - sum(r["times"])
-    return r
+    if kind == "tp2":
+        contender = TP2(run_dir)
+    elif kind == "hf":
+        contender = HF(dtype == "bf16")
+        contender.step()
+    else:
+        contender = Megazoo(dtype, run_dir, extra=extra)
+        contender.step()
+    print(json.dumps({"setup_and_warmup_s": time.perf_counter() - started, "policy": contender.policy}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "step":
+            break
+        f0, c0 = _faults(), time.process_time()
+        t = contender.step()
+        r = t if isinstance(t, dict) else {"time": t, "cpu": time.process_time() - c0, "faults": _faults() - f0,
+                                           "rss_gib": _rss_gib()}
+        print(json.dumps(r), flush=True)
+    if isinstance(contender, TP2):
+        contender.close()
+
+
+class Served:
+    """A contender's serving process, seen from the benchmark: start it, step it, stop it."""
+
+    def __init__(self, name: str, out: str):
+        self.name = name
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", name, "--out", out], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.ready = self._read()
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=60)
+            raise RuntimeError(f"{self.name} failed:\n{self.proc.stderr.read()[-3000:]}")
+        return json.loads(line)
+
+    def step(self) -> dict:
+        self.proc.stdin.write("step\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def stop(self) -> None:
+        self.proc.stdin.write("stop\n")
+        self.proc.stdin.close()
+        self.proc.wait(timeout=600)
+
+
+def gemm_floor(dtype: torch.dtype, repeats: int = 3) -> float:
+    """Seconds a step's linear-layer GEMMs alone take: per layer QKV, attention output, MLP up and
+    down, plus the output head, each forward (Y = X W^T), input gradient (dY W) and weight gradient
+    (dY^T X), into preallocated outputs (no allocation or page faults), best of `repeats` each.
+    Every implementation of this model has to compute these products, so no step can be shorter
+    (attention's own products, norms, softmax, cross-entropy and the optimizer come on top)."""
+    t, h, v = MICRO * SIZES["seq_length"], SIZES["hidden_size"], SIZES["vocab_size"]
+    shapes = [(3 * h, h), (h, h), (4 * h, h), (h, 4 * h)] * SIZES["num_layers"] + [(v, h)]
+    cache: dict[tuple, float] = {}
+    for out_f, in_f in shapes:
+        if (out_f, in_f) in cache:
+            continue
+        x, w, dy = torch.randn(t, in_f, dtype=dtype), torch.randn(out_f, in_f, dtype=dtype), torch.randn(t, out_f, dtype=dtype)
+        y, dx, dw = torch.empty(t, out_f, dtype=dtype), torch.empty(t, in_f, dtype=dtype), torch.empty(out_f, in_f, dtype=dtype)
+        total = 0.0
+        for a, b, o in ((x, w.t(), y), (dy, w, dx), (dy.t(), x, dw)):
+            torch.mm(a, b, out=o)  # warm-up
+            best = float("inf")
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                torch.mm(a, b, out=o)
+                best = min(best, time.perf_counter() - t0)
+            total += best
+        cache[(out_f, in_f)] = total
+    return sum(cache[s] for s in shapes)
 
 
 def attention_kernels() -> dict:
@@ -225,8 +363,8 @@ def attention_kernels() -> dict:
     return out
 
 
-def run_worker(name: str, steps: int, out: str) -> dict:
-    cmd = [sys.executable, __file__, "--worker", name, "--steps", str(steps), "--out", out]
+def run_worker(name: str, out: str) -> dict:
+    cmd = [sys.executable, __file__, "--worker", name, "--out", out]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
         raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
@@ -237,25 +375,29 @@ def main(argv=None) -> int:
     from megazoo.core.parallel.device import cpu_has_native_bf16
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=2, help="timed steps per contender and round (after one warm-up)")
-    ap.add_argument("--rounds", type=int, default=2, help="rounds; each runs every contender once, in a fresh process")
+    ap.add_argument("--steps", type=int, default=5,
+                    help="timed steps per contender (after one warm-up), the contenders of a group taking turns step by step")
     ap.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     ap.add_argument("--compile", action="store_true", help="also megazoo bf16 with train.compile=true")
     ap.add_argument("--out", default="/tmp/megazoo-bench-train")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", help=argparse.SUPPRESS)
     ap.add_argument("--smoke", action="store_true", help="2 layers, seq 128: a quick check of the script (not recorded)")
     ap.add_argument("--only", action="append", default=[], metavar="TEXT",
                     help="run only the contenders whose name contains TEXT (repeatable; e.g. fp32): a quick rerun of "
                          "some ratios, never written to RESULTS.md, without the memory section")
     args = ap.parse_args(argv)
     if args.smoke or os.environ.get("MEGAZOO_BENCH_SMOKE"):
-        os.environ["MEGAZOO_BENCH_SMOKE"] = "1"  # the workers too
-        SIZES.update(num_layers=2, seq_length=128)
+        os.environ["MEGAZOO_BENCH_SMOKE"] = "1"  # the workers and their ranks too
+        SIZES.update(SMOKE_SIZES)
         args.write = False
     if args.only:
         args.write = False
     if args.worker:
-        print(json.dumps(worker(args.worker, args.steps, args.out)))
+        print(json.dumps(worker(args.worker, args.out)))
+        return 0
+    if args.serve:
+        serve(args.serve, args.out)
         return 0
     wall0, cpu0 = time.perf_counter(), _children_cpu()
     load0 = os.getloadavg()[0]
@@ -263,37 +405,48 @@ def main(argv=None) -> int:
     print(f"CPU native bf16 (AVX512-BF16/AMX): {'yes' if native else 'no'}", flush=True)
     flops = flops_per_step()
     tokens = MICRO * SIZES["seq_length"]
-    peak = run_worker("peak", 0, args.out)
+    peak = run_worker("peak", args.out)
     print(f"peak GEMM ({THREADS} threads): fp32 {peak['fp32'] / 1e12:.3f}, bf16 {peak['bf16'] / 1e12:.3f} TFLOP/s", flush=True)
+    floor0 = run_worker("floor", args.out)
+    print(f"the model's linear GEMMs alone, a step: fp32 {floor0['fp32']:.2f} s, bf16 {floor0['bf16']:.2f} s", flush=True)
     names = list(CONTENDERS) + ([COMPILED[0]] if args.compile else [])
     if args.only:
         names = [n for n in names if any(t in n for t in args.only)]
-    results: dict[str, list[dict]] = {n: [] for n in names}
-    for rnd in range(args.rounds):
-        for name in names:
-            r = run_worker(name, args.steps, args.out)
-            results[name].append(r)
-            print(f"  round {rnd} {name}: " + ", ".join(f"{t:.2f}" for t in r["times"]) + f" s; {r['faults']:,.0f} "
-                  f"faults/step; {r['policy']}", flush=True)
-    attention = run_worker("attention", 0, args.out)
-    end = run_worker("peak", 0, args.out)  # again: load at the start can hide part of the peak
+    results: dict[str, dict] = {}
+    for group in GROUPS:  # the contenders of a group live side by side and take turns, one step each
+        served = [Served(n, args.out) for n in names if CONTENDERS.get(n, COMPILED[1])[1] == group]
+        steps = {s.name: [] for s in served}
+        for i in range(args.steps):
+            for s in served:
+                steps[s.name].append(s.step())
+            print(f"  step {i}: " + ", ".join(f"{n} {r[-1]['time']:.2f} s" for n, r in steps.items()), flush=True)
+        for s in served:
+            s.stop()
+            r = steps[s.name]
+            results[s.name] = {"times": [x["time"] for x in r], "cpu": statistics.median(x["cpu"] for x in r),
+                               "faults": min(x["faults"] for x in r), "rss_gib": max(x["rss_gib"] for x in r),
+                               "policy": s.ready["policy"], "setup_and_warmup_s": s.ready["setup_and_warmup_s"]}
+    attention = run_worker("attention", args.out)
+    end = run_worker("peak", args.out)  # again: load at the start can hide part of the peak
     peak = {k: max(peak[k], end[k]) for k in peak}
+    floor = {k: min(v, floor0[k]) for k, v in run_worker("floor", args.out).items()}
     load1 = os.getloadavg()[0]
-
-    def best(name):
-        return min(t for r in results[name] for t in r["times"])  # load only ever adds time
 
     rows = []
     for name in names:
-        dt, rs = best(name), results[name]
+        r = results[name]
+        dt = min(r["times"])  # load only ever adds time
         p = peak["bf16" if "bf16" in name else "fp32"]
-        rows.append((name, dt, tokens / dt, flops / dt / 1e12, flops / dt / p, min(r["faults"] for r in rs),
-                     sum(r["cpu"] for r in rs) / len(rs), max(r["rss_gib"] for r in rs), rs[0]["policy"]))
+        rows.append((name, dt, tokens / dt, flops / dt / 1e12, flops / dt / p, r["faults"], r["cpu"], r["rss_gib"],
+                     r["policy"]))
     by = {r[0]: r for r in rows}
     tps = lambda n: by[n][2]  # noqa: E731
     tp2 = "megazoo fp32 TP=2 (2 ranks x 1 thread)"
     # CPU seconds per step: less disturbed than wall time when other jobs share the cores
     cpu_ratio = lambda a, b: by[b][6] / by[a][6]  # noqa: E731
+
+    def turns(a, b):  # speed of a over b in each turn (neighbouring steps), the median over the turns
+        return statistics.median(tb / ta for ta, tb in zip(results[a]["times"], results[b]["times"]))
     wanted = [  # (label, the contenders it needs, value, target)
         ("megazoo fp32 / HF fp32", ("megazoo fp32", "HF fp32"), lambda: tps("megazoo fp32") / tps("HF fp32"), 1.3),
         ("megazoo bf16 / HF bf16 autocast", ("megazoo bf16", "HF bf16 autocast", native),
@@ -303,7 +456,12 @@ def main(argv=None) -> int:
         ("megazoo fp32 / HF fp32, by CPU time per step", ("megazoo fp32", "HF fp32"),
          lambda: cpu_ratio("megazoo fp32", "HF fp32"), 1.3),
         ("megazoo bf16 / HF bf16 autocast, by CPU time per step", ("megazoo bf16", "HF bf16 autocast", native),
-         lambda: cpu_ratio("megazoo bf16", "HF bf16 autocast"), 1.3)]
+         lambda: cpu_ratio("megazoo bf16", "HF bf16 autocast"), 1.3),
+        ("megazoo fp32 / HF fp32, median over turns", ("megazoo fp32", "HF fp32"),
+         lambda: turns("megazoo fp32", "HF fp32"), 1.3),
+        ("megazoo bf16 / HF bf16 autocast, median over turns", ("megazoo bf16", "HF bf16 autocast", native),
+         lambda: turns("megazoo bf16", "HF bf16 autocast"), 1.3),
+        ("TP=2 / TP=1 (megazoo fp32), median over turns", (tp2, "megazoo fp32"), lambda: turns(tp2, "megazoo fp32"), 0.9)]
     # a ratio is shown when its contenders ran (--only) and, for bf16, the CPU has native bf16
     ratios = [(k, value(), g) for k, needs, value, g in wanted
               if all(n in by if isinstance(n, str) else n for n in needs)]
@@ -313,23 +471,37 @@ def main(argv=None) -> int:
               for n, dt, t, tf, m, f, c, rss, pol in rows]
     lines += ["", "| ratio | value | target | met |", "|---|---:|---:|---|"]
     lines += [f"| {k} | {v:.2f} | >= {g} | {'yes' if v >= g else 'NO'} |" for k, v, g in ratios]
+    ceiling = [(dt, hf, mz) for dt, hf, mz in (("fp32", "HF fp32", "megazoo fp32"), ("bf16", "HF bf16 autocast", "megazoo bf16"))
+               if hf in by and mz in by]
+    if ceiling:
+        lines += ["", "The ceiling: a step can be no shorter than the model's linear-layer GEMMs alone (`gemm_floor`: every "
+                  "forward, input-gradient and weight-gradient product of QKV, attention output, MLP and output head, "
+                  "into preallocated outputs, best of 3 each, fresh processes at the start and the end, best), so HF's "
+                  "step over that time bounds the speed-up any implementation can show over HF here:", "",
+                  "| dtype | linear GEMMs alone (s) | HF step (s) | megazoo step (s) | megazoo beyond the GEMMs (s) | "
+                  "ceiling over HF | megazoo over HF |", "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {dt} | {floor[dt]:.2f} | {by[hf][1]:.2f} | {by[mz][1]:.2f} | {by[mz][1] - floor[dt]:.2f} | "
+                  f"{by[hf][1] / floor[dt]:.2f}x | {by[hf][1] / by[mz][1]:.2f}x |" for dt, hf, mz in ceiling]
     if not native:
         lines += ["", "bf16 not judged: this CPU has no native bf16 (no AVX512-BF16/AMX); its bf16 GEMMs are emulated "
                   "and slower than fp32, so the bf16 rows above only show that the path runs."]
     att = ", ".join(f"{k} {v:.0f} ms" for k, v in attention.items())
     lines += ["", f"Core attention, one layer forward + backward at the bench shapes (fresh process): {att}. "
-              "The kernel rule (megazoo.core.parallel.device.attention_kernel) takes the explicit kernel for bf16 on "
-              "a CPU with native bf16 and SDPA otherwise."]
+              "The explicit kernel splits causal queries into blocks of at least 128 rows, each seeing only the keys "
+              "up to its last query. The kernel rule (megazoo.core.parallel.device.attention_kernel) takes it for bf16 "
+              "on a CPU with native bf16, and for causal fp32 from 256 queries up to 1024 keys; SDPA otherwise."]
     if args.compile:
-        comp = results[COMPILED[0]]
-        lines += ["", f"train.compile=true: setup + compilation + warm-up {min(r['setup_and_warmup_s'] for r in comp):.0f} s "
-                  f"(without: {min(r['setup_and_warmup_s'] for r in results['megazoo bf16']):.0f} s)."]
+        lines += ["", f"train.compile=true: setup + compilation + warm-up {results[COMPILED[0]]['setup_and_warmup_s']:.0f} s "
+                  f"(without: {results['megazoo bf16']['setup_and_warmup_s']:.0f} s)."]
     wall, cpu = time.perf_counter() - wall0, _children_cpu() - cpu0
-    header = (f"Model: 6 layers, hidden 768, 12 heads, vocab 32768, seq 512, micro-batch 4, AdamW "
+    header = (f"Model: {SIZES['num_layers']} layers, hidden {SIZES['hidden_size']}, {SIZES['num_heads']} heads, vocab "
+              f"{SIZES['vocab_size']}, seq {SIZES['seq_length']}, micro-batch {MICRO}, AdamW "
               f"({flops / 1e12:.3f} TFLOP per step, Megatron formula). CPU: {os.cpu_count()} cores, native bf16 "
               f"(AVX512-BF16/AMX): {'yes' if native else 'no'}; torch {torch.__version__}. Each contender in its own "
-              f"fresh process, {args.rounds} interleaved rounds of one warm-up and {args.steps} timed steps; best step "
-              f"per contender (load only adds time); page faults: the fewest per timed step of a round. Peak GEMM "
+              f"fresh process, the contenders of a dtype alive together: one warm-up step each, then {args.steps} timed "
+              f"steps each, taking turns step by step; best step per contender (load only adds time), and the median "
+              f"over the turns of the step-time ratio; page faults: the fewest in a timed step; CPU s/step: the "
+              f"median. Peak GEMM "
               f"measured in fresh processes at the start and the end, best ({THREADS} threads): fp32 "
               f"{peak['fp32'] / 1e12:.3f}, bf16 {peak['bf16'] / 1e12:.3f} TFLOP/s. Load average {load0:.1f} at the "
               f"start, {load1:.1f} at the end, on {os.cpu_count()} cores shared with other jobs. The benchmark took "
