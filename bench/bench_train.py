@@ -415,17 +415,19 @@ def main(argv=None) -> int:
     results: dict[str, dict] = {}
     for group in GROUPS:  # the contenders of a group live side by side and take turns, one step each
         served = [Served(n, args.out) for n in names if CONTENDERS.get(n, COMPILED[1])[1] == group]
-        steps = {s.name: [] for s in served}
+        if not served:  # --only left none of this dtype
+            continue
+        steps = {c.name: [] for c in served}
         for i in range(args.steps):
-            for s in served:
-                steps[s.name].append(s.step())
+            for c in served:
+                steps[c.name].append(c.step())
             print(f"  step {i}: " + ", ".join(f"{n} {r[-1]['time']:.2f} s" for n, r in steps.items()), flush=True)
-        for s in served:
-            s.stop()
-            r = steps[s.name]
-            results[s.name] = {"times": [x["time"] for x in r], "cpu": statistics.median(x["cpu"] for x in r),
+        for c in served:
+            c.stop()
+            r = steps[c.name]
+            results[c.name] = {"times": [x["time"] for x in r], "cpu": statistics.median(x["cpu"] for x in r),
                                "faults": min(x["faults"] for x in r), "rss_gib": max(x["rss_gib"] for x in r),
-                               "policy": s.ready["policy"], "setup_and_warmup_s": s.ready["setup_and_warmup_s"]}
+                               "policy": c.ready["policy"], "setup_and_warmup_s": c.ready["setup_and_warmup_s"]}
     attention = run_worker("attention", args.out)
     end = run_worker("peak", args.out)  # again: load at the start can hide part of the peak
     peak = {k: max(peak[k], end[k]) for k in peak}
