@@ -121,10 +121,9 @@ def _tp2_serve_rank(run_dir: str, commands, replies) -> None:
         dist.broadcast(go, 0)
         if go.item() == 0:
             break
-        f0, c0 = _faults(), time.process_time()
-        t = m.step()
-        top = torch.tensor([t, _rss_gib()], dtype=torch.float64)
-        total = torch.tensor([time.process_time() - c0, _faults() - f0], dtype=torch.float64)
+        r = _measured_step(m)
+        top = torch.tensor([r["time"], r["rss_gib"]], dtype=torch.float64)
+        total = torch.tensor([r["cpu"], r["faults"]], dtype=torch.float64)
         dist.all_reduce(top, op=dist.ReduceOp.MAX)
         dist.all_reduce(total)
         if rank == 0:
@@ -233,6 +232,13 @@ def _rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+def _measured_step(contender) -> dict:
+    """One timed step of this process's contender: seconds, CPU seconds, minor page faults, peak RSS."""
+    f0, c0 = _faults(), time.process_time()
+    t = contender.step()
+    return {"time": t, "cpu": time.process_time() - c0, "faults": _faults() - f0, "rss_gib": _rss_gib()}
+
+
 CONTENDERS = {  # name -> (kind, dtype, extra megazoo settings)
     "HF fp32": ("hf", "fp32", ()),
     "megazoo fp32": ("mz", "fp32", ()),
@@ -279,11 +285,8 @@ def serve(name: str, out: str) -> None:
     for line in sys.stdin:
         if line.strip() != "step":
             break
-        f0, c0 = _faults(), time.process_time()
-        t = contender.step()
-        r = t if isinstance(t, dict) else {"time": t, "cpu": time.process_time() - c0, "faults": _faults() - f0,
-                                           "rss_gib": _rss_gib()}
-        print(json.dumps(r), flush=True)
+        # TP2 measures in its ranks, where the work is
+        print(json.dumps(contender.step() if isinstance(contender, TP2) else _measured_step(contender)), flush=True)
     if isinstance(contender, TP2):
         contender.close()
 

@@ -46,7 +46,8 @@ def cpu_has_native_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-FP32_EXPLICIT_QUERIES = (256, 1024)  # CPU fp32: the explicit kernel for s >= 256 queries and t <= 1024 keys
+FP32_EXPLICIT_MIN_QUERIES = 256  # CPU fp32, causal: the explicit kernel from this many queries ...
+FP32_EXPLICIT_MAX_KEYS = 1024  # ... up to this many keys
 
 
 def attention_kernel(device: torch.device, dtype: torch.dtype, queries: int = 0, keys: int = 0,
@@ -71,8 +72,8 @@ def attention_kernel(device: torch.device, dtype: torch.dtype, queries: int = 0,
         return "sdpa"
     if dtype == torch.bfloat16:
         return "explicit" if cpu_has_native_bf16() else "sdpa"
-    low, high = FP32_EXPLICIT_QUERIES
-    fp32_wins = dtype == torch.float32 and causal and queries >= low and keys <= high
+    fp32_wins = (dtype == torch.float32 and causal and queries >= FP32_EXPLICIT_MIN_QUERIES
+                 and keys <= FP32_EXPLICIT_MAX_KEYS)
     return "explicit" if fp32_wins else "sdpa"
 
 
