@@ -157,7 +157,12 @@ def main() -> None:
     from megazoo.curate.shards import iter_output
 
     out = Path(args.out_dir)
+    marker = out / ".bench_curate"  # the bench replaces only a folder it made itself (nothing lost)
+    if out.exists() and any(out.iterdir()) and not marker.exists():
+        raise SystemExit(f"bench_curate: {out} is not empty and was not made by this bench; choose another --out-dir")
     shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    marker.write_text("made by bench/bench_curate.py\n")
     results: dict = {"machine": f"{os.cpu_count()} CPU cores, shared with other jobs (load average recorded)",
                      "data": "generated (planted corpus from the embedded corpus; not a real crawl)"}
     local = LocalExecutor(progress=False)

@@ -70,7 +70,7 @@ def evaluate(out_dir: Path, name: str, checkpoint: Path, prompts: Path, args) ->
     out = out_dir / f"eval-{name}.json"
     megazoo("task", "detox", "evaluate", "--prompts", str(prompts), "--checkpoint", str(checkpoint), "--out", str(out),
             "--samples", str(args.samples), "--batch", str(args.eval_batch), "--seed", str(args.seed),
-            "--no-progress")
+            "--no-progress", "--overwrite")
     return json.loads(out.read_text())["metrics"]
 
 
@@ -131,7 +131,7 @@ def main() -> int:
     all_prompts, sg_prompts, ev_prompts = (out_dir / n for n in ("prompts-all.jsonl", "prompts-selfgen.jsonl",
                                                                   "prompts.jsonl"))
     megazoo("task", "detox", "generate", str(all_prompts), "--corpus-prompts", str(args.corpus_prompts),
-            "--seed", str(args.seed))
+            "--seed", str(args.seed), "--overwrite")
     split_prompts(all_prompts, sg_prompts, ev_prompts)
     t = time.time()
     megazoo("task", "detox", "selfgen", "--checkpoint", str(model), "--out", str(out_dir / "selfgen.jsonl"),
@@ -141,7 +141,7 @@ def main() -> int:
     tokenizer = f"hf:{model / 'tokenizer'}"
     megazoo("task", "detox", "filter", "--generations", str(out_dir / "selfgen.jsonl"), "--out-prefix",
             str(out_dir / "kept"), "--tokenizer", tokenizer, "--fraction", "0.5",
-            *(["--with-prompt"] if args.with_prompt else []))
+            *(["--with-prompt"] if args.with_prompt else []), "--overwrite")
     kept = [json.loads(ln) for ln in (out_dir / "kept.jsonl").read_text().splitlines()]
     gen = [json.loads(ln) for ln in (out_dir / "selfgen.jsonl").read_text().splitlines()]
     t = time.time()

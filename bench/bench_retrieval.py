@@ -207,7 +207,7 @@ def part_finetune(out: Path, threads: int, steps: int = 30) -> dict:
         megazoo(["task", "retrieval", "evaluate", "--passages", str(data / "psgs_w100.tsv"), "--qas",
                  str(data / "nq-test.csv"), "--checkpoint", str(ckpt), "--pooling", "mean", "--question-length",
                  str(LENGTHS["question"]), "--passage-length", str(LENGTHS["passage"]), "--batch", "64",
-                 "--out", str(f)])
+                 "--out", str(f), "--overwrite"])
         metrics[name] = json.loads(f.read_text())["metrics"]
         curves[name] = hits_file(f.with_name(f.stem + ".predictions.json"))
     ps = {p.id: p for p in read_passages(data / "psgs_w100.tsv")}

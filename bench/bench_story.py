@@ -86,7 +86,7 @@ def pipeline(out: Path, n_stories: int, only: set[str] | None = None, generator_
                    *dec, f"log.dir={out / 'keywords'}"))
     st.run("label", out / "ranker-data" / "ranker-valid.jsonl",
            megazoo("task", "story", "label", "--data", str(d), "--knowledge", str(d / "knowledge.csv"), "--embedder",
-                   str(out / "minilm"), "--out", str(out / "ranker-data"), "--stories", "150"))
+                   str(out / "minilm"), "--out", str(out / "ranker-data"), "--stories", "150", "--overwrite"))
     st.run("train_ranker", out / "ranker" / "checkpoints",
            megazoo("task", "story", "train", "story-ranker", "--set", *RANK, f"train.init_from={out / 'minilm'}",
                    f"data.path={out / 'ranker-data'}", f"log.dir={out / 'ranker'}"))
@@ -100,14 +100,14 @@ def pipeline(out: Path, n_stories: int, only: set[str] | None = None, generator_
             "none": []}
     for name, extra in runs.items():
         st.run(f"generate_{name}", out / f"gen-{name}.jsonl",
-               megazoo("task", "story", "generate", *common, *extra, "--out", str(out / f"gen-{name}.jsonl")))
+               megazoo("task", "story", "generate", *common, *extra, "--out", str(out / f"gen-{name}.jsonl"), "--overwrite"))
     for name in runs:
         extra = ["--keywords", str(kws)] if name in ("free", "none") else []
         if name == "control":
             extra = ["--checkpoint", str(out / "generator")]
         st.run(f"evaluate_{name}", out / f"eval-{name}.json",
                megazoo("task", "story", "evaluate", "--data", str(hand), "--generations", str(out / f"gen-{name}.jsonl"),
-                       *extra, "--out", str(out / f"eval-{name}.json")))
+                       *extra, "--out", str(out / f"eval-{name}.json"), "--overwrite"))
     return st
 
 

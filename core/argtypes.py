@@ -52,3 +52,51 @@ def probability(text: str) -> float:
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value:g}")
     return value
+
+
+def _checked(kind, lo, hi, text: str):
+    value = _number(kind, text)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        lo_s = "-inf" if lo is None else f"{lo:g}"
+        hi_s = "inf" if hi is None else f"{hi:g}"
+        raise argparse.ArgumentTypeError(f"must be between {lo_s} and {hi_s}, got {value:g}")
+    return value
+
+
+def int_in(lo: int | None, hi: int | None):
+    """An argparse type: an integer in [lo, hi] (None: unbounded on that side)."""
+    def parse(text: str) -> int:
+        return _checked(int, lo, hi, text)
+    parse.__name__ = "int"  # argparse names the type in its messages; the contract tests read it
+    parse.bounds = (lo, hi)  # the fuzzer (tests/fuzz_cli.py) tries values at and beyond them
+    return parse
+
+
+def float_in(lo: float | None, hi: float | None):
+    """An argparse type: a finite number in [lo, hi] (None: unbounded on that side)."""
+    def parse(text: str) -> float:
+        return _checked(float, lo, hi, text)
+    parse.__name__ = "float"
+    parse.bounds = (lo, hi)
+    return parse
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation (MemAvailable; a large figure where unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 1 << 50
+
+
+def check_fits(nbytes: float, what: str, fix: str) -> None:
+    """Refuse (ValueError) an allocation of `nbytes` that this machine's free memory cannot hold,
+    before it is made: `what` needs X GiB, Y GiB are available; `fix`."""
+    free = available_memory()
+    if nbytes > free:
+        raise ValueError(f"{what} needs {nbytes / 2**30:.1f} GiB of memory and {free / 2**30:.1f} GiB are available; "
+                         f"{fix}")

@@ -35,6 +35,29 @@ def sources_of(folder) -> dict[str, list[str]]:
     return out
 
 
+def check_config(cfg: dict, where: str = "blend") -> dict:
+    """The settings with defaults: known keys, `sources` a mapping of `weight` or `epochs` in bounds."""
+    from megazoo.curate.settings import check_keys, number
+
+    check_keys(where, cfg, BLEND_DEFAULTS)
+    cfg = {**BLEND_DEFAULTS, **cfg}
+    if not isinstance(cfg["tokenizer"], str) or not cfg["tokenizer"]:
+        raise CurateError(f"{where}.tokenizer: {cfg['tokenizer']!r}; give a tokenizer name (gpt2) or folder")
+    cfg["workers"] = number(f"{where}.workers", cfg["workers"], 1, 1024, whole=True)
+    sources = cfg["sources"] or {}
+    if not isinstance(sources, dict):
+        raise CurateError(f"{where}.sources: expected a mapping source: {{weight: W}} or {{epochs: E}}, "
+                          f"got {sources!r}")
+    for name, entry in sources.items():
+        if not isinstance(entry, dict) or len(entry) != 1 or set(entry) - {"weight", "epochs"}:
+            raise CurateError(f"{where}.sources.{name}: give one of `weight: W` or `epochs: E`, got {entry!r}")
+        (kind, value), = entry.items()
+        # a weight is a share (normalised); epochs repeat a source: both far below 10**6 in real blends
+        entry[kind] = number(f"{where}.sources.{name}.{kind}", value, 0, 10**6)
+    cfg["sources"] = {str(n): dict(e) for n, e in sources.items()}
+    return cfg
+
+
 def weights(tokens: dict[str, int], spec: dict) -> dict[str, float]:
     """Normalised blend weights from per-source `weight` or `epochs` (tokens for unlisted sources)."""
     unknown = set(spec) - set(tokens)
@@ -61,32 +84,47 @@ def weights(tokens: dict[str, int], spec: dict) -> dict[str, float]:
     return {name: value / total for name, value in raw.items()}
 
 
-def blend(folder, out_dir, cfg: dict, text_key: str = "text", progress: bool = False) -> dict:
-    """Tokenise each source and write the blend; returns blend.json's content."""
+def blend(folder, out_dir, cfg: dict, text_key: str = "text", progress: bool = False, final_dir=None,
+          previous_dir=None) -> dict:
+    """Tokenise each source and write the blend into `out_dir`; returns blend.json's content.
+    `final_dir`: where out_dir will be once complete (the prefixes in data.path name it);
+    `previous_dir`: a finished blend of the same shards whose .bin/.idx may be linked, not redone."""
     from megazoo.core.data.preprocess import preprocess
 
-    unknown = set(cfg) - set(BLEND_DEFAULTS)
-    if unknown:
-        raise CurateError(f"blend.{sorted(unknown)[0]}: unknown setting (settings: {', '.join(BLEND_DEFAULTS)})")
-    cfg = {**BLEND_DEFAULTS, **cfg}
+    cfg = check_config(cfg)
+    final_dir = str(final_dir or out_dir)
     sources = sources_of(folder)
     if not sources:
         raise CurateError(f"{folder}: every shard is empty; nothing to blend")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    if not isinstance(cfg["sources"] or {}, dict):
-        raise CurateError(f"blend.sources: expected a mapping source: {{weight: W}} or {{epochs: E}}, got {cfg['sources']!r}")
-    previous = _finished(out_dir, cfg, sources)
-    if previous is not None:  # a rerun: the sources were tokenised already, only the weights may change
-        tokens = {n: s["tokens"] for n, s in previous["sources"].items()}
-        prefixes = {n: s["prefix"] for n, s in previous["sources"].items()}
-        return _write(out_dir, cfg, tokens, prefixes, sources)
+    for place in (out_dir, previous_dir):
+        previous = _finished(place, cfg, sources) if place else None
+        if previous is not None:  # the sources were tokenised already, only the weights may change
+            tokens = {n: s["tokens"] for n, s in previous["sources"].items()}
+            prefixes = {n: os.path.join(final_dir, n) for n in previous["sources"]}
+            if place != out_dir:
+                _link(previous, out_dir)
+            return _write(out_dir, cfg, tokens, prefixes, sources)
     tokens, prefixes = {}, {}
     for name, paths in sorted(sources.items()):
-        prefix = os.path.join(str(out_dir), name)
-        stats = preprocess(paths, cfg["tokenizer"], prefix, workers=cfg["workers"], append_eod=True,
-                           json_key=text_key, fmt="jsonl", progress=progress)
-        tokens[name], prefixes[name] = stats.tokens, prefix
+        stats = preprocess(paths, cfg["tokenizer"], os.path.join(str(out_dir), name), workers=cfg["workers"],
+                           append_eod=True, json_key=text_key, fmt="jsonl", progress=progress)
+        tokens[name], prefixes[name] = stats.tokens, os.path.join(final_dir, name)
     return _write(out_dir, cfg, tokens, prefixes, sources)
+
+
+def _link(previous: dict, out_dir) -> None:
+    """The earlier blend's .bin/.idx into out_dir: hard links (the old folder is removed later, the
+    links keep the data), copies where the file system has none."""
+    import shutil
+
+    for name, source in previous["sources"].items():
+        for ext in (".bin", ".idx"):
+            target = os.path.join(str(out_dir), name + ext)
+            try:
+                os.link(source["prefix"] + ext, target)
+            except OSError:
+                shutil.copy2(source["prefix"] + ext, target)
 
 
 def _signature(paths: list[str]) -> list:

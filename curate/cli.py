@@ -1,22 +1,30 @@
 """`megazoo curate`: clean a raw text corpus.
 
-    megazoo curate RECIPE [--set KEY=VALUE ...] [--scheduler ADDRESS | --dask-workers N]
-    megazoo curate STAGE --input DIR --output DIR [stage options] [--set KEY=VALUE ...]
-    megazoo curate generate OUT          a planted test corpus (generated data, known answers)
+    megazoo curate RECIPE [--set KEY=VALUE ...] [--scheduler ADDRESS | --dask-workers N] [--overwrite]
+    megazoo curate STAGE --input DIR --output DIR [stage options] [--set KEY=VALUE ...] [--overwrite]
+    megazoo curate generate OUT [--overwrite]          a planted test corpus (generated data, known answers)
 
 Stages: filter, quality, exact-dedup, fuzzy-dedup, decontaminate, blend (docs/curate.md). A recipe
 runs them in order into OUTPUT/NN-STAGE/ and writes OUTPUT/report.md, report.json, report.png and
 removed.jsonl. Every stage resumes: rerun the same command after a kill and finished shards are kept.
+A rerun with other settings is refused (naming the setting) unless --overwrite, which redoes it and
+replaces the old output only once the new one is complete. Paths follow the output policy of
+core/fs: an output equal to, inside or containing an input is refused before anything runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 
+from megazoo.core.argtypes import float_in, int_in
+from megazoo.core.fs import Declared, PathRole, atomic_folder, check_paths, enforce, input_arg, output_arg
 from megazoo.curate.errors import CurateError
-from megazoo.curate.recipe import STAGES
+from megazoo.curate.fuzzy_dedup import MAX_PERMUTATIONS
+from megazoo.curate.recipe import MAX_TIMEOUT, MAX_WORKERS, STAGES
 
 USAGE = __doc__.split("\n\n")[1]
 
@@ -27,37 +35,80 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", dest="overrides",
-                   help="change settings (values read as YAML)")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="change settings (values read as YAML; may be repeated)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (tcp://host:8786)")
-    p.add_argument("--dask-workers", type=int, metavar="N", help="run on a local Dask cluster of N workers")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S",
+    p.add_argument("--dask-workers", type=int_in(1, MAX_WORKERS), metavar="N",
+                   help="run on a local Dask cluster of N workers")
+    p.add_argument("--timeout", type=float_in(0.1, MAX_TIMEOUT), metavar="S",
                    help="seconds to wait for --scheduler to answer (default 10)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def _stage_parser(stage: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"megazoo curate {stage}")
-    p.add_argument("--input", required=True, metavar="DIR", help="folder of .jsonl/.txt/.parquet shards")
-    p.add_argument("--output", required=True, metavar="DIR", help="folder for the output shards")
+    input_arg(p, "--input", kind="folder", required=True, metavar="DIR", help="folder of .jsonl/.txt/.parquet shards")
+    # resumable: a rerun with the same settings continues the stage's own folder; pipeline.output_state
+    # refuses any other non-empty folder (and changed settings) without --overwrite
+    output_arg(p, "--output", kind="folder", resumable=True, required=True, metavar="DIR",
+               help="folder for the output shards")
     p.add_argument("--text-key", default="text", help="the JSON key / parquet column of the text")
     if stage == "fuzzy-dedup":
-        for name, kind in (("threshold", float), ("shingle-size", int), ("permutations", int), ("bands", int),
-                           ("rows", int)):
-            p.add_argument(f"--{name}", type=kind, help="see docs/curate.md (default: the recipe default)")
+        p.add_argument("--threshold", type=float_in(0, 1), help="Jaccard similarity in (0, 1] (default 0.8)")
+        for name in ("shingle-size", "permutations", "bands", "rows"):
+            hi = 1000 if name == "shingle-size" else MAX_PERMUTATIONS
+            p.add_argument(f"--{name}", type=int_in(1, hi), help=f"1 to {hi}; see docs/curate.md "
+                           "(default: the recipe default)")
     if stage == "decontaminate":
-        p.add_argument("--tasks", nargs="+", required=True, metavar="FILE",
-                       help="evaluation files, RACE folders, suite YAMLs, NAME=PATH or `generated`")
+        input_arg(p, "--tasks", nargs="+", required=True, metavar="FILE",
+                  help="evaluation files, RACE folders, suite YAMLs, NAME=PATH or `generated`")
     if stage == "quality":
-        p.add_argument("--reference", required=True, metavar="PATH", help="high-quality reference documents")
+        input_arg(p, "--reference", required=True, metavar="PATH", help="high-quality reference documents")
         p.add_argument("--mode", choices=("threshold", "pareto"))
-        p.add_argument("--threshold", type=float)
+        p.add_argument("--threshold", type=float_in(0, 1), help="keep scores at or above this (0 to 1)")
     if stage == "blend":
-        p.add_argument("--tokenizer", help="as for megazoo preprocess (default gpt2)")
+        input_arg(p, "--tokenizer", help="as for megazoo preprocess: a name or a tokenizer folder (default gpt2)")
         p.add_argument("--weight", nargs="+", default=[], metavar="SOURCE=W", help="blend weight of a source")
         p.add_argument("--epochs", nargs="+", default=[], metavar="SOURCE=E", help="epochs of a source")
     _run_options(p)
     return p
+
+
+def _generate_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="megazoo curate generate")
+    output_arg(p, "out", kind="folder", help="folder to write the planted corpus into")
+    p.add_argument("--clean", type=int_in(40, 100000), default=200, help="clean passages in the crawl (40 to 100000)")
+    p.add_argument("--shards", type=int_in(1, 1000), default=4, help="shards of the crawl (1 to 1000)")
+    p.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0)
+    return p
+
+
+def recipe_parser() -> argparse.ArgumentParser:
+    """The options of `megazoo curate RECIPE` (its paths are the recipe's keys, checked by recipe.load)."""
+    p = argparse.ArgumentParser(prog="megazoo curate RECIPE")
+    _run_options(p)
+    p.add_argument("--overwrite", action="store_true",
+                   help="redo the whole recipe; the old output is replaced only once the new one is complete")
+    return p
+
+
+def stage_parsers() -> dict[str, argparse.ArgumentParser]:
+    """The parser of every `megazoo curate WORD` that takes path arguments ({word: parser}): the six
+    stages and `generate`. The contract test (tests/cli_contract.py) enumerates curate's commands from
+    here, since the top-level parser sees only `target` and `rest`. The recipe form has no path flags
+    (its paths are recipe keys, checked when the recipe is loaded): recipe_parser()."""
+    parsers = {stage: _stage_parser(stage) for stage in STAGES}
+    parsers["generate"] = _generate_parser()
+    return parsers
+
+
+def _parse(p: argparse.ArgumentParser, words: list[str]):
+    """(parsed arguments, None) or (None, argparse's exit code): a usage error returns 2 to the caller
+    like every other user error, instead of raising SystemExit through megazoo's main."""
+    try:
+        return p.parse_args(words), None
+    except SystemExit as exit_:
+        return None, exit_.code if isinstance(exit_.code, int) else 2
 
 
 def _pairs(words: list[str], flag: str) -> dict[str, float]:
@@ -70,6 +121,8 @@ def _pairs(words: list[str], flag: str) -> dict[str, float]:
             sep = ""
         if not sep or not name:
             raise CurateError(f"--{flag} {word}: expected SOURCE=NUMBER (e.g. web=2)")
+        if not math.isfinite(out[name]) or not 0 <= out[name] <= 1e6:
+            raise CurateError(f"--{flag} {word}: needs a number in [0, 1e6]")
     return out
 
 
@@ -96,19 +149,22 @@ def _stage_config(stage: str, args) -> dict:
     return cfg
 
 
+def _check_task_paths(a) -> None:
+    """`--tasks NAME=PATH`: the policy saw `NAME=PATH` as one path; check PATH itself as an input."""
+    named = [Declared("--tasks", t.partition("=")[2], PathRole("input")) for t in a.tasks
+             if "=" in t and not os.path.exists(t) and t.partition("=")[2]]
+    if named:
+        check_paths(named, [Declared("--output", a.output, PathRole("output", "folder", resumable=True))],
+                    a.overwrite)
+
+
 def _executor(args, dask: dict | None = None):
     from megazoo.curate.executor import make_executor
 
     dask = dask or {}
     scheduler = args.scheduler or dask.get("scheduler")
-    if args.dask_workers is not None and args.dask_workers < 1:
-        raise CurateError(f"--dask-workers {args.dask_workers}: needs at least 1")
     workers = args.dask_workers or dask.get("workers") or None
-    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
-        raise CurateError(f"dask.workers: {workers!r}; needs a whole number (0: run in this process)")
-    if args.timeout <= 0 or args.timeout != args.timeout:
-        raise CurateError(f"--timeout {args.timeout}: needs a number of seconds > 0")
-    timeout = args.timeout if args.timeout != 10.0 else float(dask.get("timeout", 10.0))
+    timeout = args.timeout if args.timeout is not None else float(dask.get("timeout", 10.0))
     return make_executor(scheduler, workers, timeout, progress=not args.no_progress)
 
 
@@ -130,19 +186,13 @@ def run(args) -> int:
     if args.target == "generate":
         from megazoo.curate.planted import generate
 
-        p = argparse.ArgumentParser(prog="megazoo curate generate")
-        p.add_argument("out", help="folder to write the planted corpus into")
-        p.add_argument("--clean", type=int, default=200, help="clean passages in the crawl")
-        p.add_argument("--shards", type=int, default=4)
-        p.add_argument("--seed", type=int, default=0)
-        a = p.parse_args(args.rest)
-        import os
-
-        if a.clean < 40 or a.shards < 1:
-            raise CurateError(f"--clean {a.clean} --shards {a.shards}: needs at least 40 clean passages and 1 shard")
-        if os.path.exists(a.out) and (not os.path.isdir(a.out) or os.listdir(a.out)):
-            raise CurateError(f"{a.out}: exists and is not empty; give a new folder (nothing is overwritten)")
-        truth = generate(a.out, n_clean=a.clean, n_shards=a.shards, seed=a.seed)
+        p = _generate_parser()
+        a, code = _parse(p, args.rest)
+        if a is None:
+            return code
+        enforce(p, a)  # the output policy: refuses an existing non-empty folder without --overwrite
+        with atomic_folder(a.out, overwrite=a.overwrite) as tmp:
+            truth = generate(tmp, n_clean=a.clean, n_shards=a.shards, seed=a.seed)
         print(f"wrote a planted corpus (generated data) to {a.out}: {len(truth['clean'])} clean, "
               f"{len(truth['near_pairs'])} near-duplicates, {len(truth['exact_pairs'])} exact copies, "
               f"{len(truth['low_quality'])} low-quality, {len(truth['contaminated'])} contaminated")
@@ -151,16 +201,21 @@ def run(args) -> int:
         from megazoo.curate.pipeline import run_stage
         from megazoo.curate.report import write_report
 
-        a = _stage_parser(args.target).parse_args(args.rest)
+        p = _stage_parser(args.target)
+        a, code = _parse(p, args.rest)
+        if a is None:
+            return code
+        enforce(p, a)  # output = input, inside it, containing it: refused before anything is read
+        if args.target == "decontaminate":
+            _check_task_paths(a)
         cfg = _stage_config(args.target, a)
         executor = _executor(a)
         try:
-            stats = run_stage(args.target, cfg, a.input, a.output, a.text_key, executor, not a.no_progress)
+            stats = run_stage(args.target, cfg, a.input, a.output, a.text_key, executor, not a.no_progress,
+                              overwrite=a.overwrite)
         finally:
             executor.close()
         stats["folder"] = a.output
-        import os
-
         write_report(os.path.join(a.output, "_report"), [stats], final=a.output, executor=executor.kind,
                      workers=executor.workers)
         _print_stats(stats)
@@ -168,13 +223,13 @@ def run(args) -> int:
     from megazoo.curate.pipeline import run_recipe
     from megazoo.curate.recipe import load
 
-    p = argparse.ArgumentParser(prog="megazoo curate RECIPE")
-    _run_options(p)
-    a = p.parse_args(args.rest)
-    recipe = load(args.target, a.overrides)
+    a, code = _parse(recipe_parser(), args.rest)
+    if a is None:
+        return code
+    recipe = load(args.target, a.overrides, a.overwrite)  # every key and path checked before any stage runs
     executor = _executor(a, recipe["dask"])
     try:
-        report = run_recipe(recipe, executor, progress=not a.no_progress)
+        report = run_recipe(recipe, executor, progress=not a.no_progress, overwrite=a.overwrite)
     finally:
         executor.close()
     for stats in report["stages"]:

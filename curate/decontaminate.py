@@ -14,6 +14,8 @@ import re
 from megazoo.curate.eval_sets import gram_hash
 
 DECON_DEFAULTS = {"tasks": [], "ngram": 13, "margin": 200, "min_piece": 200, "max_splits": 10}
+# (lowest, highest) of each setting: generous for real documents, far below what would exhaust memory
+DECON_BOUNDS = {"ngram": (1, 1000), "margin": (0, 10**7), "min_piece": (0, 10**7), "max_splits": (0, 10**6)}
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
@@ -44,6 +46,28 @@ def cut(text: str, spans: list[tuple[int, int, str]], margin: int) -> tuple[list
         pos = hi
     pieces.append(text[pos:])
     return pieces, len(regions)
+
+
+def check_config(cfg: dict, where: str = "decontaminate") -> dict:
+    """The settings with defaults; `tasks` a list of strings."""
+    from megazoo.curate.errors import CurateError
+    from megazoo.curate.settings import check_keys, number
+
+    check_keys(where, cfg, DECON_DEFAULTS)
+    cfg = {**DECON_DEFAULTS, **cfg}
+    for name, (lo, hi) in DECON_BOUNDS.items():
+        cfg[name] = number(f"{where}.{name}", cfg[name], lo, hi, whole=True)
+    tasks = cfg["tasks"]
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    if not isinstance(tasks, list) or not all(isinstance(t, str) and t for t in tasks):
+        raise CurateError(f"{where}.tasks: {cfg['tasks']!r}; give a list of evaluation files, RACE folders, suite "
+                          "YAMLs, NAME=PATH or `generated`")
+    if not tasks:
+        raise CurateError(f"{where}.tasks: no evaluation files given (--tasks FILE ..., a suite YAML, "
+                          "NAME=PATH or `generated`)")
+    cfg["tasks"] = list(tasks)
+    return cfg
 
 
 def decontaminate_shard(docs: list[dict], params: dict) -> tuple[list[dict], list[dict], dict]:

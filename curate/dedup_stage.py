@@ -1,6 +1,8 @@
-"""The two global stages, exact-dedup and fuzzy-dedup, with resume: the decision (which ids go)
-is computed once from every shard and saved (`_decisions.json`); then each unfinished shard is
-rewritten without those ids. A killed run reuses the decisions and the finished shards."""
+"""The two global stages, exact-dedup and fuzzy-dedup, with resume: the decision (which documents
+go, by shard and position) is computed once from every shard and saved (`_decisions.json`); then
+each unfinished shard is rewritten without them. A killed run reuses the decisions and the finished
+shards; a rerun with other settings or changed input is refused before that (pipeline.py), so saved
+decisions are only reused for the settings and input they were made from."""
 
 from __future__ import annotations
 
@@ -10,14 +12,14 @@ from pathlib import Path
 from megazoo.core.fs import write_json_atomic
 from megazoo.curate import exact_dedup, fuzzy_dedup
 from megazoo.curate.shards import list_shards
-from megazoo.curate.stages import pending, summarise, write_shard
+from megazoo.curate.stages import pending, summarise, verify, write_shard
 
 
 def _decide(name: str, cfg: dict, in_dir: str, key: str, executor) -> tuple[dict, dict]:
     rels = list_shards(in_dir)
     if name == "exact-dedup":
         hashes = executor.map(exact_dedup.shard_hashes, [(in_dir, rel, key) for rel in rels], desc=name)
-        drop, sizes = exact_dedup.choose(hashes)
+        drop, sizes = exact_dedup.choose(hashes, rels)
         return drop, {"cluster_sizes": sizes}
     return fuzzy_dedup.find_duplicates(in_dir, rels, key, cfg, executor)
 
@@ -36,6 +38,7 @@ def run_dedup_stage(name: str, cfg: dict, in_dir, out_dir, key: str, executor) -
     drop = executor.share(decision["drop"]) if executor.kind == "dask" else decision["drop"]
     results = executor.map(write_shard, [(drop, name, in_dir, out_dir, rel, key) for rel in todo],
                            desc=f"{name} write")
+    verify(in_dir, out_dir, done + results)
     stats = dict(decision["stats"])
     sizes = stats.get("cluster_sizes", [])
     stats["clusters"] = len(sizes)

@@ -45,12 +45,14 @@ def _file_texts(path: Path) -> list[str]:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        return [s for row in pq.read_table(path).to_pylist() for s in _strings(row)]
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as err:
-        raise CurateError(f"{path}: not UTF-8 text ({err.reason}); --tasks takes JSONL, RACE .txt, "
-                          f"plain text or parquet evaluation files") from None
+        try:
+            table = pq.read_table(path)
+        except Exception as err:  # noqa: BLE001 - pyarrow's errors are many; all mean "not a parquet file"
+            raise CurateError(f"{path}: not a readable parquet file ({err})") from None
+        return [s for row in table.to_pylist() for s in _strings(row)]
+    from megazoo.curate.shards import text_lines
+
+    lines = "".join(text_lines(path)).splitlines()  # an undecodable byte: FILE:LINE: not valid UTF-8
     texts = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -71,7 +73,9 @@ def _suite(path: Path) -> list[tuple[str, Path]]:
     import yaml
 
     try:
-        suite = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        from megazoo.curate.shards import text_lines
+
+        suite = yaml.safe_load("".join(text_lines(path))) or {}
     except yaml.YAMLError as err:
         from megazoo.core.train.user_errors import yaml_message
 

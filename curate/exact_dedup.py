@@ -28,15 +28,17 @@ def shard_hashes(in_dir: str, rel: str, key: str) -> list[tuple[str, str]]:
     return [(text_hash(d[key]), d["id"]) for d in read_shard(in_dir, rel, key)]
 
 
-def choose(per_shard: list[list[tuple[str, str]]]) -> tuple[dict, list[int]]:
-    """(id -> removal reason for every copy, sizes of the duplicate groups) from shard-ordered hashes."""
+def choose(per_shard: list[list[tuple[str, str]]], rels: list[str]) -> tuple[dict, list[int]]:
+    """({shard: {position: removal reason}} for every copy, sizes of the duplicate groups) from
+    shard-ordered hashes. A copy is named by its place (shard, position), not by its id: two
+    documents may share an id (a user's data, or one id for different texts) and only the copy goes."""
     first: dict[str, str] = {}
     size: dict[str, int] = {}
-    drop = {}
-    for hashes in per_shard:
-        for h, doc_id in hashes:
+    drop: dict[str, dict[str, str]] = {}
+    for rel, hashes in zip(rels, per_shard):
+        for pos, (h, doc_id) in enumerate(hashes):
             if h in first:
-                drop[doc_id] = f"exact-dedup: copy of {first[h]}"
+                drop.setdefault(rel, {})[str(pos)] = f"exact-dedup: copy of {first[h]}"
                 size[h] += 1
             else:
                 first[h] = doc_id

@@ -22,6 +22,7 @@ turn it off. A document fails at the first rule it breaks, and that rule is its 
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field, fields
@@ -55,18 +56,21 @@ class FilterConfig:
 
     @classmethod
     def from_dict(cls, values: dict | None, where: str = "filter") -> "FilterConfig":
+        from megazoo.curate.settings import number, unknown_key
+
         values = dict(values or {})
         known = {f.name for f in fields(cls)}
         for key in values:
             if key not in known:
-                raise CurateError(f"{where}.{key}: unknown filter setting (settings: {', '.join(sorted(known))})")
+                raise unknown_key(where, key, known, "filter setting")
         config = cls(**values)
         for name in ("max_top_ngram", "max_duplicate_ngrams"):
             table = getattr(config, name)
             if table is not None:
                 if not isinstance(table, dict) or not all(_is_number(v) and _is_number(n) for n, v in table.items()):
                     raise CurateError(f"{where}.{name}: expected a mapping n: share (e.g. {{2: 0.2}}), got {table!r}")
-                setattr(config, name, {int(n): float(v) for n, v in table.items()})
+                setattr(config, name, {number(f"{where}.{name} n-gram size", n, 1, 100, whole=True):
+                                       number(f"{where}.{name}.{n}", v, 0, 1) for n, v in table.items()})
         if isinstance(config.languages, str):
             config.languages = [config.languages]
         for name in ("languages", "bad_phrases"):
@@ -74,17 +78,32 @@ class FilterConfig:
             if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
                 raise CurateError(f"{where}.{name}: expected a list of strings or null, got {value!r}")
         for f in fields(cls):
-            value = getattr(config, f.name)
-            if f.name in ("max_top_ngram", "max_duplicate_ngrams", "languages", "bad_phrases"):
+            if f.name not in BOUNDS:
                 continue
-            if not (value is None and f.name != "min_language_score") and not _is_number(value):
-                raise CurateError(f"{where}.{f.name}: expected a number{' or null' if f.name != 'min_language_score' else ''}, "
-                                  f"got {value!r}")
+            value = getattr(config, f.name)
+            if value is None and f.name != "min_language_score":
+                continue
+            lo, hi, whole = BOUNDS[f.name]
+            if not _is_number(value):
+                null = " or null" if f.name != "min_language_score" else ""
+                raise CurateError(f"{where}.{f.name}: expected a number{null}, got {value!r}")
+            setattr(config, f.name, number(f"{where}.{f.name}", value, lo, hi, whole=whole))
         return config
 
 
+# (lowest, highest, whole number) of each numeric rule: shares are in [0, 1]; counts and lengths
+# have generous upper bounds far beyond real documents
+BOUNDS = {"min_words": (0, 10**9, True), "max_words": (0, 10**9, True),
+          "min_mean_word_length": (0, 10**6, False), "max_mean_word_length": (0, 10**6, False),
+          "max_symbol_ratio": (0, 10**6, False), "max_bullet_lines": (0, 1, False),
+          "max_ellipsis_lines": (0, 1, False), "min_alpha_words": (0, 1, False), "min_stop_words": (0, 8, True),
+          "max_duplicate_lines": (0, 1, False), "max_duplicate_line_chars": (0, 1, False),
+          "min_language_score": (0, 1, False)}
+
+
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    """A finite int or float (not a bool, NaN or infinity)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _ngram_shares(words: list[str], n: int, chars: int) -> tuple[float, float]:

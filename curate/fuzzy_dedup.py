@@ -41,14 +41,20 @@ def candidate_probability(similarity: float, bands: int, rows: int) -> float:
     return 1.0 - (1.0 - similarity ** rows) ** bands
 
 
+# the largest accepted values: far beyond real use (NeMo/MT-NLG use 100-500 permutations), and
+# small enough that a signature (8 bytes x permutations per document) cannot reach the allocator
+MAX_PERMUTATIONS = 8192
+FUZZY_BOUNDS = {"shingle_size": (1, 1000), "permutations": (1, MAX_PERMUTATIONS), "bands": (1, MAX_PERMUTATIONS),
+                "rows": (1, MAX_PERMUTATIONS), "seed": (0, 2**32 - 1), "all_pairs_below": (2, 1024)}
+
+
 def check_config(cfg: dict, where: str = "fuzzy-dedup") -> dict:
-    unknown = set(cfg) - set(FUZZY_DEFAULTS)
-    if unknown:
-        raise CurateError(f"{where}.{sorted(unknown)[0]}: unknown setting (settings: {', '.join(FUZZY_DEFAULTS)})")
+    from megazoo.curate.settings import check_keys, number
+
+    check_keys(where, cfg, FUZZY_DEFAULTS)
     cfg = {**FUZZY_DEFAULTS, **cfg}
-    for name in ("shingle_size", "permutations", "bands", "rows"):
-        if not isinstance(cfg[name], int) or isinstance(cfg[name], bool) or cfg[name] < 1:
-            raise CurateError(f"{where}.{name}: {cfg[name]!r}; needs a positive whole number")
+    for name, (lo, hi) in FUZZY_BOUNDS.items():
+        cfg[name] = number(f"{where}.{name}", cfg[name], lo, hi, whole=True)
     if not isinstance(cfg["threshold"], (int, float)) or isinstance(cfg["threshold"], bool) \
             or not 0 < cfg["threshold"] <= 1:
         raise CurateError(f"{where}.threshold: {cfg['threshold']!r}; needs a Jaccard similarity in (0, 1]")
@@ -80,7 +86,12 @@ def signature(text: str, cfg: dict):
     from datasketch import MinHash
 
     m = MinHash(num_perm=cfg["permutations"], seed=cfg["seed"], hashfunc=crc32)
-    m.update_batch([s.encode("utf-8") for s in shingles(text, cfg["shingle_size"])])
+    items = [s.encode("utf-8") for s in shingles(text, cfg["shingle_size"])]
+    # update_batch makes a shingles x permutations matrix: in chunks, so a long document's memory
+    # stays bounded (about 3 x 8 MiB x 16); the minimum over chunks is the same signature
+    step = max(1, (1 << 20) // cfg["permutations"])
+    for start in range(0, len(items), step):
+        m.update_batch(items[start:start + step])
     return m.hashvalues
 
 
@@ -169,7 +180,18 @@ def components(edges: list[tuple]) -> dict[int, int]:
 
 
 def find_duplicates(in_dir: str, rels: list[str], key: str, cfg: dict, executor) -> tuple[dict, dict]:
-    """(id -> removal reason, statistics) for a folder of shards, on the executor."""
+    """({shard: {position: removal reason}}, statistics) for a folder of shards, on the executor.
+    Decisions are keyed by the document's place (shard, position), never by its id, which a user's
+    data may repeat."""
+    from megazoo.core.argtypes import check_fits
+    from megazoo.curate.shards import count_documents
+
+    # every partition's band keys are held at once (in this process, or on the workers): refuse
+    # a size this machine cannot hold before any signature is computed
+    n_docs = sum(count_documents(in_dir, rel) for rel in rels)
+    check_fits(n_docs * (8 * cfg["bands"] + 8 + 120), f"fuzzy-dedup's signature matrix ({n_docs:,} documents x "
+               f"{cfg['bands']} bands)", "use fewer bands and permutations, or split the input and run on a Dask "
+               "cluster with more memory")
     parts = [executor.submit(shard_bands, in_dir, rel, i, key, cfg) for i, rel in enumerate(rels)]
     band_tasks = [executor.submit(band_pairs, b, cfg["all_pairs_below"], *parts) for b in range(cfg["bands"])]
     candidates = sorted(set().union(*executor.gather(band_tasks))) if band_tasks else []
@@ -190,11 +212,11 @@ def find_duplicates(in_dir: str, rels: list[str], key: str, cfg: dict, executor)
     for node, r in root.items():
         sizes[r] += 1
     mask = (1 << SHIFT) - 1
-    drop = {}
+    drop: dict[str, dict[str, str]] = {}
     for node, r in sorted(root.items()):
         if node != r:
             survivor = ids[r >> SHIFT][r & mask]
-            drop[ids[node >> SHIFT][node & mask]] = (
+            drop.setdefault(rels[node >> SHIFT], {})[str(node & mask)] = (
                 f"fuzzy-dedup: near-duplicate of {survivor} (Jaccard up to {best[node]:.2f}, cluster of {sizes[r]})")
     stats = {"candidate_pairs": len(candidates), "verified_pairs": len(edges),
              "cluster_sizes": sorted(sizes.values(), reverse=True)}

@@ -87,21 +87,22 @@ def quality_shard(docs: list[dict], params: dict) -> tuple[list[dict], list[dict
 
 
 def check_config(cfg: dict, where: str = "quality") -> dict:
-    unknown = set(cfg) - set(QUALITY_DEFAULTS)
-    if unknown:
-        raise CurateError(f"{where}.{sorted(unknown)[0]}: unknown setting (settings: {', '.join(QUALITY_DEFAULTS)})")
+    from megazoo.curate.settings import check_keys, number
+
+    check_keys(where, cfg, QUALITY_DEFAULTS)
     cfg = {**QUALITY_DEFAULTS, **cfg}
     if cfg["mode"] not in ("threshold", "pareto"):
         raise CurateError(f"{where}.mode: {cfg['mode']!r}; use threshold or pareto")
-    for name in ("threshold", "alpha", "max_train", "seed"):
-        value = cfg[name]
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
-            raise CurateError(f"{where}.{name}: expected a number, got {value!r}")
-    if not 0 <= cfg["threshold"] <= 1 or cfg["alpha"] <= 0 or cfg["max_train"] < 1:
-        raise CurateError(f"{where}: threshold must be in [0, 1], alpha > 0 and max_train >= 1")
+    cfg["threshold"] = number(f"{where}.threshold", cfg["threshold"], 0, 1)
+    cfg["alpha"] = number(f"{where}.alpha", cfg["alpha"], 0, 1000, open_lo=True)
+    # the classifier trains on max_train reference and max_train crawl texts held in memory
+    cfg["max_train"] = number(f"{where}.max_train", cfg["max_train"], 1, 10**6, whole=True)
+    cfg["seed"] = number(f"{where}.seed", cfg["seed"], 0, 2**32 - 1, whole=True)
     if not cfg["reference"]:
         raise CurateError(f"{where}.reference: not set; give a folder or file of high-quality reference "
                           "documents (.jsonl/.txt/.parquet) to train the classifier against the crawl")
+    if not isinstance(cfg["reference"], str):
+        raise CurateError(f"{where}.reference: {cfg['reference']!r}; give the path of a folder or file")
     return cfg
 
 

@@ -14,6 +14,10 @@
 
 Paths are relative to the current directory. `--set KEY=VALUE` changes any key (dotted:
 `stages.fuzzy-dedup.threshold=0.7`; values are read as YAML; `stages.quality=false` skips a stage).
+Every key is checked when the recipe is loaded, before any stage runs: unknown keys (named with the
+nearest valid one), numbers out of bounds, NaN and infinity are refused, and so is an output that
+is, contains or lies inside an input (the input folder, the quality reference, the evaluation
+files, the recipe itself): core.fs.check_paths.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from megazoo.curate.errors import CurateError
 
 STAGES = ("filter", "quality", "exact-dedup", "fuzzy-dedup", "decontaminate", "blend")
 TOP_KEYS = ("input", "output", "text_key", "stages", "dask")
+DASK_KEYS = ("scheduler", "workers", "timeout")
+MAX_WORKERS = 1024  # local Dask worker processes
+MAX_TIMEOUT = 86400.0  # seconds to wait for a scheduler
 
 
 def _shipped(name: str) -> Path | None:
@@ -38,7 +45,8 @@ def _shipped(name: str) -> Path | None:
     return None
 
 
-def load(recipe: str, overrides: list[str]) -> dict:
+def load(recipe: str, overrides: list[str], overwrite: bool = False) -> dict:
+    """The checked recipe (with `path`: the file it came from), its paths checked by the output policy."""
     import yaml
 
     path = Path(recipe)
@@ -47,10 +55,10 @@ def load(recipe: str, overrides: list[str]) -> dict:
         if path is None:
             raise CurateError(f"{recipe}: no such recipe file (and no shipped recipe of that name); "
                               f"give a YAML path or a stage ({', '.join(STAGES)})")
+    from megazoo.curate.shards import text_lines
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except UnicodeDecodeError as err:
-        raise CurateError(f"{path}: not UTF-8 text ({err.reason}); a recipe is a YAML file") from None
+        data = yaml.safe_load("".join(text_lines(path))) or {}
     except yaml.YAMLError as err:
         from megazoo.core.train.user_errors import yaml_message
 
@@ -68,16 +76,44 @@ def load(recipe: str, overrides: list[str]) -> dict:
                 node[part] = {}
             node = node[part]
         node[parts[-1]] = yaml.safe_load(value) if value else None
-    return check(data, str(path))
+    data = check(data, str(path))
+    data["path"] = str(path)
+    check_recipe_paths(data, overwrite)
+    return data
+
+
+def check_recipe_paths(recipe: dict, overwrite: bool) -> None:
+    """The output policy on the recipe's paths (core.fs.check_paths), before any stage runs."""
+    from megazoo.core.fs import Declared, OutputRefused, PathRole, check_paths
+    from megazoo.curate.pipeline import _task_paths
+
+    where = recipe["path"]
+    inputs = [Declared("input", recipe["input"], PathRole("input", "folder")),
+              Declared("the recipe", where, PathRole("input", "file"))]
+    stages = recipe["stages"]
+    quality = stages.get("quality") or {}
+    if quality.get("reference"):
+        inputs.append(Declared("stages.quality.reference", quality["reference"], PathRole("input")))
+    for task in (stages.get("decontaminate") or {}).get("tasks") or []:
+        path = _task_paths([task])[0].partition("=")[2] or task
+        inputs.append(Declared("stages.decontaminate.tasks", path, PathRole("input")))
+    # resumable: the recipe's own earlier output is continued; pipeline.recipe_state refuses anything else
+    output = Declared("output", recipe["output"], PathRole("output", "folder", resumable=True))
+    try:
+        check_paths(inputs, [output], overwrite)
+    except OutputRefused as err:
+        raise CurateError(f"{where}: {err}") from None
 
 
 def check(data: dict, where: str) -> dict:
-    for key in data:
-        if key not in TOP_KEYS:
-            raise CurateError(f"{where}: unknown key `{key}` (keys: {', '.join(TOP_KEYS)})")
+    from megazoo.curate.settings import check_keys, number, unknown_key
+
+    check_keys(where + ":", data, TOP_KEYS, "key")
     for key in ("input", "output"):
         if not data.get(key):
             raise CurateError(f"{where}: `{key}` is not set (a folder path)")
+        if not isinstance(data[key], str):
+            raise CurateError(f"{where}: `{key}` is {data[key]!r}; give a folder path")
     stages = data.get("stages") or {}
     if not isinstance(stages, dict) or not stages:
         raise CurateError(f"{where}: `stages` must map stage names to their settings ({', '.join(STAGES)})")
@@ -93,6 +129,25 @@ def check(data: dict, where: str) -> dict:
                               f"false (skip), got {cfg!r}")
     if "blend" in stages and list(stages)[-1] != "blend":
         raise CurateError(f"{where}: stages.blend must be the last stage")
+    # every stage's settings, checked now: a mistake in the last stage is found before the first runs
+    from megazoo.curate.settings import check_stage_config
+
+    for name, cfg in stages.items():
+        if cfg is not False:
+            check_stage_config(name, cfg, f"{where}: stages.{name}")
     data.setdefault("text_key", "text")
-    data["dask"] = {"scheduler": None, "workers": 0, "timeout": 10, **(data.get("dask") or {})}
+    if not isinstance(data["text_key"], str) or not data["text_key"]:
+        raise CurateError(f"{where}: text_key is {data['text_key']!r}; give the JSON key of the text (e.g. text)")
+    dask = data.get("dask") or {}
+    if not isinstance(dask, dict):
+        raise CurateError(f"{where}: dask: expected a mapping (scheduler, workers, timeout), got {dask!r}")
+    for key in dask:
+        if key not in DASK_KEYS:
+            raise unknown_key(f"{where}: dask", key, DASK_KEYS)
+    dask = {"scheduler": None, "workers": 0, "timeout": 10, **dask}
+    if dask["scheduler"] is not None and not isinstance(dask["scheduler"], str):
+        raise CurateError(f"{where}: dask.scheduler: {dask['scheduler']!r}; give an address (tcp://host:8786) or null")
+    dask["workers"] = number(f"{where}: dask.workers", dask["workers"] or 0, 0, MAX_WORKERS, whole=True)
+    dask["timeout"] = number(f"{where}: dask.timeout", dask["timeout"], 0, MAX_TIMEOUT, open_lo=True)
+    data["dask"] = dask
     return data

@@ -17,11 +17,11 @@ from megazoo.core.fs import atomic_file, write_json_atomic, write_text_atomic
 from megazoo.curate.shards import REMOVED_DIR
 
 
-def gather_removed(output, results: list[dict]) -> int:
+def gather_removed(output, folders: list) -> int:
     count = 0
     with atomic_file(Path(output) / "removed.jsonl", "w") as out:
-        for stats in results:
-            folder = Path(stats["folder"]) / REMOVED_DIR
+        for stage_dir in folders:
+            folder = Path(stage_dir) / REMOVED_DIR
             for path in sorted(folder.rglob("*.jsonl")) if folder.is_dir() else []:
                 for line in path.read_text(encoding="utf-8").splitlines():
                     if line.strip():
@@ -89,10 +89,13 @@ def plot(results: list[dict], path) -> None:
     plt.close(fig)
 
 
-def write_report(output, results: list[dict], final: str, executor: str = "local", workers: int = 1) -> dict:
+def write_report(output, results: list[dict], final: str, executor: str = "local", workers: int = 1,
+                 folders: list | None = None) -> dict:
+    """The report files in `output`. `folders`: where the stages' folders are now (a scratch folder
+    that is moved into place afterwards); by default the `folder` each stage's statistics name."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    removed = gather_removed(output, results)
+    removed = gather_removed(output, folders if folders is not None else [s["folder"] for s in results])
     report = {"final": final, "executor": executor, "workers": workers, "removed": removed,
               "stages": json.loads(json.dumps(results))}
     write_json_atomic(output / "report.json", report, indent=1)

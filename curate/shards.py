@@ -5,12 +5,15 @@ Input shards are JSONL (`.jsonl`, `.json`, one object per line with the text und
 plain text (`.txt`: one document per line) or parquet (`.parquet`: a column `text_key`). Every
 document gets an `id` (`SHARD:LINE` when the input has none), so the report can say which documents
 a stage removed and why. Output shards are always JSONL with the same relative name (`.jsonl`);
-each is written atomically and followed by its done marker, so a killed run never leaves a shard
-that looks finished but is not.
+two inputs that would get the same output name (`a.jsonl` and `a.txt`) are refused before anything
+is written, so no shard overwrites another (and default ids stay unique). Each output shard is
+written atomically and followed by its done marker, so a killed run never leaves a shard that looks
+finished but is not.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -23,22 +26,61 @@ DONE_DIR = "_done"
 REMOVED_DIR = "_removed"
 
 
+SETTINGS_FILE = "_settings.json"  # a stage folder's settings, written first (pipeline.py)
+STAGE_FILE = "_stage.json"  # a stage folder's counts, written last: the stage finished
+
+
 def list_shards(folder) -> list[str]:
     """The shards below `folder` as sorted relative paths (the order defines "first" for dedup)."""
     root = Path(folder)
     if not root.is_dir():
         raise CurateError(f"{folder}: no such input folder (give a folder of .jsonl/.txt/.parquet shards)")
+    if (root / SETTINGS_FILE).is_file() and not (root / STAGE_FILE).is_file():
+        raise CurateError(f"{folder}: a curate stage folder whose stage has not finished (no {STAGE_FILE}); "
+                          "rerun that stage to finish it before reading its output")
     found = sorted(str(p.relative_to(root)) for p in root.rglob("*")
                    if p.is_file() and p.suffix in SHARD_SUFFIXES
                    and not any(part.startswith("_") for part in p.relative_to(root).parts))
     if not found:
         raise CurateError(f"{folder}: no shards (.jsonl, .json, .txt or .parquet files) in this folder or below it")
+    named: dict[str, str] = {}
+    for rel in found:
+        out = output_name(rel)
+        if out in named:
+            raise CurateError(f"{root / named[out]} and {root / rel} would both be written as {out} (every output "
+                              "shard is JSONL); rename one of them (e.g. a-2.txt) so no documents are lost")
+        named[out] = rel
     return found
 
 
 def output_name(rel: str) -> str:
     """An output shard's relative name: the input's with the suffix `.jsonl`."""
     return str(Path(rel).with_suffix(".jsonl"))
+
+
+def text_lines(path) -> list[str]:
+    """The lines of a UTF-8 text file (universal newlines, as open() reads them); an undecodable
+    byte is `FILE:LINE: not valid UTF-8`."""
+    from megazoo.core.fs import read_utf8
+
+    text = read_utf8(path, lambda p, line, problem: CurateError(f"{p}:{line}: {problem}"))
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a byte-order mark is not part of the first document
+    return io.StringIO(text, newline=None).readlines()
+
+
+def count_documents(folder, rel: str) -> int:
+    """How many documents `read_shard` finds in a shard (its non-blank lines, or parquet rows),
+    counted from the file itself: the check of every count a report gives."""
+    path = Path(folder) / rel
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_metadata(path).num_rows
+        except Exception as err:  # noqa: BLE001 - pyarrow's errors are many; all mean "not a parquet file"
+            raise CurateError(f"{path}: not a readable parquet file ({err})") from None
+    return sum(1 for line in text_lines(path) if line.strip())
 
 
 def _default_id(rel: str, line: int) -> str:
@@ -51,11 +93,7 @@ def read_shard(folder, rel: str, text_key: str = "text") -> list[dict]:
     if path.suffix == ".parquet":
         return _read_parquet(path, rel, text_key)
     docs = []
-    with open(path, encoding="utf-8", errors="strict") as f:
-        try:
-            lines = list(f)
-        except UnicodeDecodeError as err:
-            raise CurateError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    lines = text_lines(path)
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -4,7 +4,8 @@ A per-document stage is a function `fn(docs, params) -> (kept, removed_records, 
 `run_shard_stage` runs it once per input shard that has no done marker in the output folder yet,
 on the executor, and sums the shard statistics into the stage's `_stage.json`. A run that was killed
 therefore redoes only the shards it had not finished. Deduplication is global (it needs every
-shard's hashes) but ends the same way: `write_shard` drops the chosen ids shard by shard.
+shard's hashes) but ends the same way: `write_shard` drops the chosen documents (by shard and
+position) shard by shard. Before the counts are summed, `verify` checks them against the files.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from collections import Counter
 from pathlib import Path
 
 from megazoo.core.fs import write_json_atomic
-from megazoo.curate.shards import finish_shard, list_shards, read_done, read_shard, words
+from megazoo.curate.errors import CurateError
+from megazoo.curate.shards import (count_documents, finish_shard, list_shards, output_name, read_done, read_shard,
+                                    removed_path, words)
 
 
 def shard_stats(rel: str, docs: list[dict], kept: list[dict], removed: list[dict], key: str, extra: dict) -> dict:
@@ -33,10 +36,12 @@ def process_shard(fn, params: dict, in_dir: str, out_dir: str, rel: str) -> dict
 
 
 def write_shard(drop: dict, stage: str, in_dir: str, out_dir: str, rel: str, key: str) -> dict:
-    """Dedup's last step: write a shard without the documents in `drop` (id -> reason)."""
+    """Dedup's last step: write a shard without the documents in `drop` ({shard: {position: reason}})."""
     docs = read_shard(in_dir, rel, key)
-    kept = [d for d in docs if d["id"] not in drop]
-    removed = [{"id": d["id"], "stage": stage, "reason": drop[d["id"]]} for d in docs if d["id"] in drop]
+    mine = drop.get(rel, {})
+    kept = [d for pos, d in enumerate(docs) if str(pos) not in mine]
+    removed = [{"id": d["id"], "stage": stage, "reason": mine[str(pos)]} for pos, d in enumerate(docs)
+               if str(pos) in mine]
     return finish_shard(out_dir, rel, kept, removed, shard_stats(rel, docs, kept, removed, key, {}))
 
 
@@ -56,7 +61,30 @@ def run_shard_stage(name: str, fn, params: dict, in_dir, out_dir, executor) -> d
     params = executor.share(params) if executor.kind == "dask" else params
     results = executor.map(process_shard, [(fn, params, str(in_dir), str(out_dir), rel) for rel in todo],
                            desc=name)
+    verify(in_dir, out_dir, done + results)
     return summarise(name, out_dir, done + results, resumed=len(done))
+
+
+def verify(in_dir, out_dir, shard_results: list[dict]) -> None:
+    """Check every shard's counts against the files: documents read from the input shard, lines of
+    the output shard and of its removed records. A report never gives a count the files do not hold
+    (a done marker of a shard that was changed afterwards, two shards written to one name)."""
+    for s in shard_results:
+        rel = s["shard"]
+        found = {"docs_in": (Path(in_dir) / rel, count_documents(in_dir, rel)),
+                 "docs_out": (Path(out_dir) / output_name(rel), _lines(Path(out_dir) / output_name(rel))),
+                 "removed": (removed_path(out_dir, rel), _lines(removed_path(out_dir, rel)))}
+        for field, (path, count) in found.items():
+            if count != s[field]:
+                raise CurateError(f"{path}: holds {count} documents, but the stage counted {s[field]} ({field}); "
+                                  "a file was changed while or after the stage ran - rerun it with --overwrite")
+
+
+def _lines(path: Path) -> int:
+    if not path.is_file():
+        return -1
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
 
 
 def summarise(name: str, out_dir, shard_results: list[dict], resumed: int, extra: dict | None = None) -> dict:

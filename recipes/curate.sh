@@ -12,7 +12,7 @@
 # The blend stage tokenises each source with the code `megazoo preprocess` runs (.bin/.idx per
 # source) and writes the `data.path` blend (OUT/curate/06-blend/data_path.txt) that the trainer
 # reads; the training here is a few CPU steps of gpt-tiny with the GPT-2 tokenizer.
-# Every step resumes: rerun after a kill and finished shards are kept.
+# Rerun into the same OUT: every step resumes (finished shards kept); other curate settings are refused (docs/curate.md).
 set -euo pipefail
 OUT=${1:-runs/curate-demo}
 shift || true

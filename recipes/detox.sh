@@ -11,7 +11,7 @@
 # Sizes (CPU scale by default; the paper: 25 samples, 1000-token self-generations, 78 steps of 512):
 # SELFGEN (96 samples), SELFGEN_TOKENS (32), SAMPLES (5 per prompt), STEPS (12 whole model, ADAPTER_STEPS 12),
 # LR_FULL (6e-5), LR_ADAPTER (2e-4) as bench/bench_detox.py found for this scale, NPROC (1).
-# Every stage resumes or reuses what is there: rerun after a kill.
+# Rerun into the same OUT: model, prompts and self-generations are kept or continued, trainings resume, filter and evaluations redone (--overwrite).
 set -euo pipefail
 OUT=${1:-runs/detox}
 SCORER=${SCORER:-profanity}
@@ -36,7 +36,7 @@ megazoo task detox selfgen --checkpoint "$MODEL" --out "$OUT/selfgen.jsonl" --sa
     --max-new-tokens "$SELFGEN_TOKENS" --top-p 0.9 --temperature 1.0
 # 2-3. score, keep the least toxic 50%, preprocess with an EOD after each sample
 megazoo task detox filter --generations "$OUT/selfgen.jsonl" --out-prefix "$OUT/kept" \
-    --tokenizer "hf:$MODEL/tokenizer" --fraction 0.5 --scorer "$SCORER"
+    --tokenizer "hf:$MODEL/tokenizer" --fraction 0.5 --scorer "$SCORER" --overwrite
 # 4. domain-adaptive training: whole model, then adapters only (validation ppl on the pretraining stand-in)
 COMMON=(data.path="$OUT/kept" data.tokenizer="hf:$MODEL/tokenizer" train.init_from="$MODEL" train.global_batch=8
         task.seq_length=64 task.valid_samples=16)
@@ -49,7 +49,7 @@ for name in start full adapter; do
     ckpt=$MODEL
     [ "$name" = start ] || ckpt=$OUT/train-$name/checkpoints
     megazoo task detox evaluate --prompts "$PROMPTS" --checkpoint "$ckpt" --samples "$SAMPLES" \
-        --scorer "$SCORER" --cache "$OUT/scores.cache.jsonl" --out "$OUT/eval-$name.json"
+        --scorer "$SCORER" --cache "$OUT/scores.cache.jsonl" --out "$OUT/eval-$name.json" --overwrite
 done
 python - "$OUT" <<'PY'
 import json, sys

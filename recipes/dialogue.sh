@@ -12,6 +12,7 @@
 # generated train.json. With the real Wizard of Wikipedia, point WOW at its folder (train.json,
 # test_*_split.json): it is flattened to TSV first.
 # Sizes (CPU scale): STEPS (40 per fine-tune), LIMIT (MSDP samples, 20), NPROC (1).
+# Rerun into the same OUT: model and data are kept, trainings resume, generations and evaluations redone (--overwrite).
 set -euo pipefail
 OUT=${1:-runs/dialogue}
 STEPS=${STEPS:-40}
@@ -31,14 +32,14 @@ done
 
 # 1. MSDP: knowledge with 10 selected examples, then the response with 20 fixed examples (frozen LM)
 MSDP=(--data "$WOW/test_random_split.tsv" --examples "$WOW/train.tsv" --checkpoint "$MODEL" --limit "$LIMIT")
-megazoo task dialogue msdp --stage knowledge "${MSDP[@]}" --out "$OUT/msdp-knowledge.jsonl"
+megazoo task dialogue msdp --stage knowledge "${MSDP[@]}" --out "$OUT/msdp-knowledge.jsonl" --overwrite
 megazoo task dialogue msdp --stage response --knowledge "$OUT/msdp-knowledge.jsonl" "${MSDP[@]}" \
-    --out "$OUT/msdp-response.jsonl"
-megazoo task dialogue msdp --stage response --knowledge none "${MSDP[@]}" --out "$OUT/msdp-response-none.jsonl"
+    --out "$OUT/msdp-response.jsonl" --overwrite
+megazoo task dialogue msdp --stage response --knowledge none "${MSDP[@]}" --out "$OUT/msdp-response-none.jsonl" --overwrite
 head -n "$LIMIT" "$WOW/test_random_split.tsv" > "$OUT/msdp-test.tsv"
 for name in knowledge response response-none; do
     megazoo task dialogue evaluate --data "$OUT/msdp-test.tsv" --generations "$OUT/msdp-$name.jsonl" \
-        --out "$OUT/eval-msdp-$name.json"
+        --out "$OUT/eval-msdp-$name.json" --overwrite
 done
 
 # 2. multi-actor: perplexity with / without the persona reference, before and after fine-tuning
@@ -48,7 +49,7 @@ megazoo task dialogue finetune dialogue-actor --nproc "$NPROC" --set "${COMMON[@
 for ckpt in "$MODEL" "$OUT/actor"; do
     for without in "" "--without"; do
         megazoo task dialogue perplexity --data "$DATA/actors/valid.jsonl" --references "$DATA/actors/train.jsonl" \
-            --kind actor --checkpoint "$ckpt" $without --out "$OUT/ppl-$(basename "$ckpt")${without}.json"
+            --kind actor --checkpoint "$ckpt" $without --out "$OUT/ppl-$(basename "$ckpt")${without}.json" --overwrite
     done
 done
 
@@ -56,11 +57,11 @@ done
 megazoo task dialogue finetune dialogue-knowledge --nproc "$NPROC" --set "${COMMON[@]}" \
     data.path="$DATA/knowledge" task.documents="$DATA/documents" log.dir="$OUT/knowledge"
 megazoo task dialogue respond --data "$DATA/knowledge/valid.jsonl" --checkpoint "$OUT/knowledge" --kind knowledge \
-    --documents "$DATA/documents" --out "$OUT/knowledge-with.jsonl"
+    --documents "$DATA/documents" --out "$OUT/knowledge-with.jsonl" --overwrite
 megazoo task dialogue respond --data "$DATA/knowledge/valid.jsonl" --checkpoint "$OUT/knowledge" --kind knowledge \
-    --without --out "$OUT/knowledge-without.jsonl"
+    --without --out "$OUT/knowledge-without.jsonl" --overwrite
 for name in with without; do
     megazoo task dialogue evaluate --data "$DATA/knowledge/valid.jsonl" --generations "$OUT/knowledge-$name.jsonl" \
-        --out "$OUT/eval-knowledge-$name.json"
+        --out "$OUT/eval-knowledge-$name.json" --overwrite
 done
 echo "try it: megazoo task dialogue chat $OUT/knowledge --knowledge $DATA/documents"

@@ -14,6 +14,7 @@
 #
 # Writes OUT/finetune-SEED/ (metrics.jsonl, checkpoints/, checkpoints/best/), OUT/test-SEED.json
 # (metrics) with OUT/test-SEED.predictions.json, and OUT/test-ensemble.json (+ .predictions.json).
+# Rerun into the same OUT: MiniLM and data are kept, fine-tunes resume, evaluations and ensemble redone (--overwrite).
 set -euo pipefail
 OUT=${1:-runs/race}
 shift || true
@@ -33,6 +34,6 @@ for SEED in 1234 4321; do
     --set train.init_from="$OUT/minilm" data.path="$DATA" train.seed=$SEED log.dir="$OUT/finetune-$SEED" \
     ${CPU_SETTINGS:+--set $CPU_SETTINGS} "$@"
   megazoo task race evaluate --data "$DATA" --split test --checkpoint "$OUT/finetune-$SEED/checkpoints/best" \
-    --out "$OUT/test-$SEED.json"
+    --out "$OUT/test-$SEED.json" --overwrite
 done
-megazoo task race ensemble "$OUT/test-1234.json" "$OUT/test-4321.json" --out "$OUT/test-ensemble.json"
+megazoo task race ensemble "$OUT/test-1234.json" "$OUT/test-4321.json" --out "$OUT/test-ensemble.json" --overwrite

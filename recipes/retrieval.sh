@@ -19,6 +19,7 @@
 # meta), OUT/test-{minilm,ict,finetune}.json with their .predictions.json (ranked passage ids),
 # OUT/mss/, OUT/reader/ and OUT/e2e/ (reader.json: EM and retrieval top-k; mss and e2e also write
 # retriever/, both towers).
+# Rerun into the same OUT: MiniLM and data are kept, trainings resume, the index and evaluations redone (--overwrite).
 set -euo pipefail
 OUT=${1:-runs/retrieval}
 shift || true
@@ -48,13 +49,13 @@ megazoo task retrieval finetune retrieval-finetune --nproc "$NPROC" \
   ${CPU_SETTINGS:+--set $CPU_SETTINGS} "$@"
 
 megazoo task retrieval index --passages "$DATA/psgs_w100.tsv" --checkpoint "$OUT/finetune/checkpoints" \
-  --out "$OUT/index" --index flat
+  --out "$OUT/index" --index flat --overwrite
 megazoo task retrieval evaluate --passages "$DATA/psgs_w100.tsv" --qas "$DATA/nq-test.csv" \
-  --checkpoint "$OUT/finetune/checkpoints" --index "$OUT/index" --out "$OUT/test-finetune.json"
+  --checkpoint "$OUT/finetune/checkpoints" --index "$OUT/index" --out "$OUT/test-finetune.json" --overwrite
 for STAGE in minilm ict; do
   CKPT="$OUT/$STAGE"; [ "$STAGE" = ict ] && CKPT="$OUT/ict/checkpoints"
   megazoo task retrieval evaluate --passages "$DATA/psgs_w100.tsv" --qas "$DATA/nq-test.csv" --checkpoint "$CKPT" \
-    --pooling mean --question-length 32 --passage-length "$PLEN" --out "$OUT/test-$STAGE.json"
+    --pooling mean --question-length 32 --passage-length "$PLEN" --out "$OUT/test-$STAGE.json" --overwrite
 done
 
 # masked salient spans from ICT; the reader on the fine-tuned retriever, fixed and end to end

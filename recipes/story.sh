@@ -12,6 +12,7 @@
 #    predicted keywords (no control), with WordNet antonyms (-ANT), and without knowledge; each scored
 #    (Repeat-4, Distinct-4, control rate; perplexity for the first).
 # Knobs (environment): ROC, KB, STORIES (600), GEN_SETTINGS / KW_SETTINGS / RANK_SETTINGS (--set words).
+# Rerun into the same OUT: data, models and ranker labels are kept, trainings resume, stories and scores redone (--overwrite).
 set -euo pipefail
 OUT=${1:-runs/story}
 STORIES=${STORIES:-600}
@@ -23,7 +24,9 @@ SMOLLM2=$(python -c "from megazoo.core.data.tokenizers import package_data; prin
 T="megazoo task story"
 DATA=$OUT/data
 
-if [ -n "${ROC:-}" ]; then $T data "$DATA" --rocstories "$ROC"; else $T data "$DATA" --stories "$STORIES"; fi
+if [ -d "$DATA" ]; then :
+elif [ -n "${ROC:-}" ]; then $T data "$DATA" --rocstories "$ROC"
+else $T data "$DATA" --stories "$STORIES"; fi
 KB=${KB:-$DATA/knowledge.csv}
 [ -d "$OUT/smollm2" ] || megazoo import-hf "$SMOLLM2" "$OUT/smollm2"
 [ -d "$OUT/minilm" ] || megazoo import-hf "$MINILM" "$OUT/minilm"
@@ -32,20 +35,21 @@ DEC="train.init_from=$OUT/smollm2 data.path=$DATA data.tokenizer=$OUT/smollm2/to
 $T train story --set $DEC task.knowledge="$KB" log.dir="$OUT/generator" $GEN_SETTINGS
 # shellcheck disable=SC2086
 $T train story --set task.component=keywords task.knowledge=null $DEC log.dir="$OUT/keywords" $KW_SETTINGS
-$T label --data "$DATA" --knowledge "$KB" --embedder "$OUT/minilm" --out "$OUT/ranker-data" --stories 150
+[ -d "$OUT/ranker-data" ] || $T label --data "$DATA" --knowledge "$KB" --embedder "$OUT/minilm" \
+  --out "$OUT/ranker-data" --stories 150
 # shellcheck disable=SC2086
 $T train story-ranker --set train.init_from="$OUT/minilm" data.path="$OUT/ranker-data" log.dir="$OUT/ranker" \
     $RANK_SETTINGS
 
 HAND=$DATA/handwritten.csv
 KW=$DATA/handwritten-keywords.jsonl
-GEN="$T generate --checkpoint $OUT/generator --data $HAND --max-new-tokens 28"
+GEN="$T generate --checkpoint $OUT/generator --data $HAND --max-new-tokens 28 --overwrite"
 KNOW="--knowledge $KB --ranker $OUT/ranker"
 $GEN --keywords "$KW" $KNOW --out "$OUT/gen-control.jsonl"
 $GEN --keyword-model "$OUT/keywords" $KNOW --out "$OUT/gen-free.jsonl"
 $GEN --keywords "$KW" --antonyms $KNOW --out "$OUT/gen-antonyms.jsonl"
 $GEN --keywords "$KW" --out "$OUT/gen-noknow.jsonl"
-E="$T evaluate --data $HAND"
+E="$T evaluate --data $HAND --overwrite"
 $E --generations "$OUT/gen-control.jsonl" --checkpoint "$OUT/generator" --out "$OUT/eval-control.json"
 $E --generations "$OUT/gen-free.jsonl" --keywords "$KW" --out "$OUT/eval-free.json"   # given keywords, uncontrolled
 $E --generations "$OUT/gen-antonyms.jsonl" --out "$OUT/eval-antonyms.json"             # control rate of the antonyms

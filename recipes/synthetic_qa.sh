@@ -19,6 +19,7 @@
 # Every stage's wall seconds and the CPU seconds of all stages so far go to OUT_DIR/stages.tsv
 # (CPU seconds / cores estimates the wall time on a quiet machine). Data, imported models and
 # finished trainings are kept: running it again resumes after them.
+# Rerun into the same OUT: answers/questions/kept files are kept too (delete one to redo it), evaluate and score redone (--overwrite).
 # Knobs (environment): NPROC, JOBS (1), SAMPLES (2), TOP (2 answers per paragraph), TEXT (paragraphs,
 # 600), BOOTSTRAP (handwritten|templates|both), QG_DTYPE (fp32|bf16; default bf16 on hardware with
 # native bf16), MATCH (f1|em) and THRESHOLD (0.6) of the filter, QA_SETTINGS / QG_SETTINGS /
@@ -92,12 +93,15 @@ else
   done_run bootstrap || train_bootstrap
 fi
 
-stage answers $T answers --data "$DATA/paragraphs.json" --checkpoint "$OUT/answers" --out "$OUT/answers.json" \
-  --top "$TOP"
-stage questions $T questions --data "$OUT/answers.json" --checkpoint "$OUT/qg" --out "$OUT/questions.json" \
-  --samples "$SAMPLES" --top-p 0.9 --max-new-tokens 24 --dtype "$QG_DTYPE" --batch 48
-stage filter $T filter --data "$OUT/questions.json" --checkpoint "$OUT/bootstrap" --out "$OUT/kept.json" \
-  --rejected "$OUT/rejected.json" --match "$MATCH" --threshold "$THRESHOLD"
+# each file is written atomically: one that exists is complete (--overwrite replaces a partial set)
+[ -e "$OUT/answers.json" ] || stage answers $T answers --data "$DATA/paragraphs.json" --checkpoint "$OUT/answers" \
+  --out "$OUT/answers.json" --top "$TOP" --overwrite
+[ -e "$OUT/questions.json" ] || stage questions $T questions --data "$OUT/answers.json" --checkpoint "$OUT/qg" \
+  --out "$OUT/questions.json" --samples "$SAMPLES" --top-p 0.9 --max-new-tokens 24 --dtype "$QG_DTYPE" --batch 48 \
+  --overwrite
+[ -e "$OUT/kept.json" ] && [ -e "$OUT/rejected.json" ] || stage filter $T filter --data "$OUT/questions.json" \
+  --checkpoint "$OUT/bootstrap" --out "$OUT/kept.json" --rejected "$OUT/rejected.json" --match "$MATCH" \
+  --threshold "$THRESHOLD" --overwrite
 
 # shellcheck disable=SC2086
 stage train_qa $T train synthetic_qa --nproc "$NPROC" --set train.init_from="$OUT/minilm" data.path="$OUT/kept.json" \
@@ -110,8 +114,8 @@ if [ -n "$HUMAN" ]; then
   FINAL=$OUT/qa-human
 fi
 stage evaluate $T evaluate --data "$DATA/dev.json" --checkpoint "$FINAL" --out "$OUT/dev.json" \
-  --predictions "$OUT/dev.predictions.json"
-stage score $T score --data "$DATA/dev.json" --predictions "$OUT/dev.predictions.json" --out "$OUT/dev.score.json"
+  --predictions "$OUT/dev.predictions.json" --overwrite
+stage score $T score --data "$DATA/dev.json" --predictions "$OUT/dev.predictions.json" --out "$OUT/dev.score.json" --overwrite
 cpu_now
 printf 'total\t%s\t%s\n' $(($(date +%s) - START)) "$(cpu_read)" >> "$STAGES"
 rm -f "$TIMES"

@@ -66,4 +66,8 @@ def run(args) -> int:
     module = importlib.import_module(module_name)
     parser = argparse.ArgumentParser(prog=f"megazoo task {args.name} {args.stage}", description=help_)
     module.add_arguments(parser)
-    return int(module.run(parser.parse_args(args.rest)) or 0)
+    stage_args = parser.parse_args(args.rest)
+    from megazoo.core.fs import enforce
+
+    enforce(parser, stage_args)  # the output policy (core/fs/policy.py), before the stage does anything
+    return int(module.run(stage_args) or 0)

@@ -35,3 +35,20 @@ def _remove_module_folders(request, tmp_path_factory):
     for path in set(base.iterdir()) - before:
         if path.is_dir() and not path.name.startswith(SESSION_FOLDERS):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _slow_list() -> set[str]:
+    """Node ids listed in tests/slow.txt (made from measured durations by tests/slow_list.py)."""
+    from pathlib import Path
+
+    path = Path(__file__).with_name("slow.txt")
+    if not path.exists():
+        return set()
+    return {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+def pytest_collection_modifyitems(config, items):
+    slow = _slow_list()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)

@@ -56,7 +56,8 @@ def test_evaluate_both_checkpoint_forms(models, tmp_path, capsys):
     assert record["metrics"]["auc"] == roc_auc_score([p["label"] for p in preds], [p["score"] for p in preds])
     cache = out.with_suffix("").with_suffix(".cache.jsonl")
     lines = cache.read_text()
-    assert megazoo(common + ["--checkpoint", str(hf), "--out", str(out)]) == 0  # a rerun scores nothing new
+    # a rerun (replacing the results: --overwrite) scores nothing new: the cache is continued, not replaced
+    assert megazoo(common + ["--checkpoint", str(hf), "--out", str(out), "--overwrite"]) == 0
     assert cache.read_text() == lines and _read(out) == (record, preds)
     out2 = tmp_path / "megazoo" / "test.json"  # the same weights as a megazoo checkpoint score the same
     assert megazoo(common + ["--checkpoint", str(ckpt), "--out", str(out2), "--selection", "knn"]) == 0
@@ -91,8 +92,10 @@ def test_generate_command(tmp_path, capsys):
     (TEST, FIX / "SBIC.v2.tiny.csv", "6", "--shots 6 is larger than the support set (4 posts)"),
 ])
 def test_bad_inputs_are_one_line(tmp_path, capsys, data, support, shots, message):
+    ckpt = tmp_path / "ckpt"  # an output inside the checkpoint folder would be refused by the output policy
+    ckpt.mkdir()
     code = megazoo(["task", "bias", "evaluate", "--data", str(data), "--support", str(support), "--shots", shots,
-                    "--checkpoint", str(tmp_path), "--out", str(tmp_path / "x.json")])
+                    "--checkpoint", str(ckpt), "--out", str(tmp_path / "x.json")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
     assert err.startswith("megazoo task bias evaluate: error: ") and message in err

@@ -1,7 +1,9 @@
 """Context parallelism through the real trainer (tiny GPT and Llama, fp32, 3 steps, gloo on CPU):
 cp 2 and 4 alone and composed with tp 2 + sp (+ selective recompute), pp 2 (+ full recompute), dp 2
 with the distributed optimizer, and an MoE model at cp 2 x ep 2, causal and bidirectional, reproduce the single-process run: losses
-(as logged), validation loss, gradient norms and final parameters to 1e-5. The layout line names cp; a bad cp fails at startup in one line."""
+(as logged), validation loss, gradient norms and final parameters, each to its tolerance measured
+from the reference's own float noise (tests/noise.py; at least 1e-5). The layout line names cp; a bad
+cp fails at startup in one line."""
 
 from types import SimpleNamespace
 
@@ -12,9 +14,9 @@ from megazoo.core.parallel.launch import spawn
 from megazoo.core.train import Trainer
 from megazoo.core.train.config_checks import check_context_parallel
 from megazoo.core.train.errors import ConfigError
+from tests.noise import other_rounding, tolerances
 from tests.train_cases import grad_norms, run_cases, text_model, tiny, train_losses
 
-TOL = 1e-5
 STEPS = ["train.steps=3"]
 MODELS = {
     "gpt": [],
@@ -48,12 +50,22 @@ def _four_rank_cases(root: str) -> dict:
     })
 
 
-@pytest.fixture(scope="module")
-def references(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ref")
+def _references(root) -> dict:
     runs = run_cases({model: cfg(root, model, model) for model in MODELS})
     for model, run in runs.items():
         run["grad_norms"] = grad_norms(root / model)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory):
+    """The one-process runs, each with `tol`: per quantity, from its noise (tests/noise.py)."""
+    root = tmp_path_factory.mktemp("ref")
+    runs = _references(root)
+    with other_rounding():
+        again = _references(root / "again")
+    for model, run in runs.items():
+        run["tol"] = tolerances(run, again[model])
     return runs
 
 
@@ -61,11 +73,13 @@ def check(results: list, references: dict, root) -> None:
     for rank, per_rank in enumerate(results):
         for (name, model), got in per_rank.items():
             ref = references[model]
+            tol = ref["tol"]
             tag = f"{name} {model} (rank {rank})"
             assert len(got["losses"]) == len(ref["losses"]) == 3
             for a, b in zip(got["losses"], ref["losses"]):
-                assert abs(a - b) <= TOL, f"{tag}: losses {got['losses']} vs {ref['losses']}"
-            assert abs(got["valid"] - ref["valid"]) <= TOL, f"{tag}: validation loss {got['valid']} vs {ref['valid']}"
+                assert abs(a - b) <= tol["losses"], f"{tag}: losses {got['losses']} vs {ref['losses']}"
+            assert abs(got["valid"] - ref["valid"]) <= tol["valid"], \
+                f"{tag}: validation loss {got['valid']} vs {ref['valid']}"
             params = dict(got["params"])
             if "pp2" in name:  # a stage holds part of the model; its tied head copy equals the embedding
                 if "head.weight" in params:
@@ -75,10 +89,10 @@ def check(results: list, references: dict, root) -> None:
                 assert set(params) == set(ref["params"])
             for key, p in params.items():
                 err = (p - ref["params"][key]).abs().max().item()
-                assert err <= TOL, f"{tag}: final {key} differs by {err:.3e}"
+                assert err <= tol["params"], f"{tag}: final {key} differs by {err:.3e} (tolerance {tol['params']:.2e})"
             if rank == 0:  # rank 0 wrote the run's metrics
                 norms = grad_norms(root / name)
-                assert all(abs(a - b) <= TOL for a, b in zip(norms, ref["grad_norms"])), (tag, norms)
+                assert all(abs(a - b) <= tol["grad_norms"] for a, b in zip(norms, ref["grad_norms"])), (tag, norms)
                 assert train_losses(root / name) == got["losses"]
 
 
@@ -121,3 +135,10 @@ def test_the_trainer_checks_the_built_stages(tmp_path):
     builder = text_model("bert-tiny", tmp_path / "ok").validate(1)
     with pytest.raises(ConfigError, match="model.arch='bert' does not support context parallelism yet"):
         check_context_parallel(run, builder, builder.chunks(ParallelContext.single(), 0))
+
+
+def test_measured_tolerances_stay_tight(references):
+    """The reference's noise is rounding, not a bug: every measured tolerance stays far below the 1e-3
+    and more that a real bug (a lost gradient, a wrong scale) moves the results."""
+    for model, ref in references.items():
+        assert all(1e-5 <= t <= 1e-4 for t in ref["tol"].values()), (model, ref["tol"])

@@ -103,9 +103,13 @@ def test_blend_writes_the_data_path_the_trainer_reads(planted, tmp_path, capsys)
     expected = 3 * tokens["books"]["tokens"] / (3 * tokens["books"]["tokens"] + tokens["web"]["tokens"])
     assert weights[0] == pytest.approx(expected, rel=1e-4)
     assert all((tmp_path / "b" / f"{name}.bin").stat().st_size > 0 for name in ("web", "books"))
-    stamp = (tmp_path / "b" / "web.bin").stat().st_mtime_ns  # a rerun with new weights keeps the .bin/.idx
+    stamp = (tmp_path / "b" / "web.bin").stat().st_mtime_ns
+    # a rerun with new weights is refused, naming the setting; with --overwrite it keeps the .bin/.idx
     assert megazoo(["curate", "blend", "--input", str(out / "raw"), "--output", str(tmp_path / "b"),
-                    "--weight", "web=0.25", "books=0.75", "--no-progress"]) == 0
+                    "--weight", "web=0.25", "books=0.75", "--no-progress"]) == 2
+    assert "blend.sources is " in capsys.readouterr().err
+    assert megazoo(["curate", "blend", "--input", str(out / "raw"), "--output", str(tmp_path / "b"),
+                    "--weight", "web=0.25", "books=0.75", "--no-progress", "--overwrite"]) == 0
     assert (tmp_path / "b" / "web.bin").stat().st_mtime_ns == stamp
     assert parse_data_path((tmp_path / "b" / "data_path.txt").read_text().strip())[1] == [0.75, 0.25]
     assert megazoo(["curate", "blend", "--input", str(out / "raw"), "--output", str(tmp_path / "c"),

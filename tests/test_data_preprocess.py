@@ -96,8 +96,9 @@ def test_empty_input(tmp_path, gpt2, capsys):
         preprocess([str(good), str(blank)], gpt2, str(tmp_path / "out"), progress=False)
     _assert_nothing_written(tmp_path)
     rc = megazoo_main(["preprocess", "--input", str(empty), "--output-prefix", str(tmp_path / "out")])
-    assert rc == 1
-    assert "megazoo preprocess: error:" in capsys.readouterr().err and "empty.jsonl" in capsys.readouterr().err + "empty.jsonl"
+    assert rc == 2  # a user's mistake: exit 2, as every command (docs/errors.md)
+    err = capsys.readouterr().err
+    assert err.startswith("megazoo preprocess: error:") and "empty.jsonl" in err and err.count("\n") == 1
 
 
 def test_jsonl_line_without_key(tmp_path, gpt2):
@@ -122,7 +123,7 @@ def test_bad_json_and_bad_utf8(tmp_path, gpt2):
         preprocess([str(src)], gpt2, str(tmp_path / "out"), progress=False)
     bad = tmp_path / "latin.txt"
     bad.write_bytes(b"good line\ncaf\xe9 latin-1\n")
-    with pytest.raises(DataError, match=r"latin\.txt:2: not UTF-8"):
+    with pytest.raises(DataError, match=r"latin\.txt:2: not valid UTF-8"):
         preprocess([str(bad)], gpt2, str(tmp_path / "out"), progress=False)
     with pytest.raises(DataError, match=r"missing\.jsonl: no such input file"):
         preprocess([str(tmp_path / "missing.jsonl")], gpt2, str(tmp_path / "out"), progress=False)

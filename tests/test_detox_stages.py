@@ -105,13 +105,13 @@ def test_evaluate_then_score_from_the_generations(ckpt, tmp_path, capsys):
     bare.write_text("".join(json.dumps({"text": g["text"]}) + "\n" for g in gens))
     for gen_file in (tmp_path / "eval.generations.jsonl", bare):
         assert megazoo(["task", "detox", "score", "--generations", str(gen_file), "--prompts", str(prompts),
-                        "--samples", "3", "--out", str(again)]) == 0
+                        "--samples", "3", "--out", str(again), "--overwrite"]) == 0
         got = json.loads(again.read_text())["metrics"]
         for subset, values in result["metrics"].items():
             assert got[subset] == pytest.approx(values), subset
 
     assert megazoo(["task", "detox", "score", "--generations", str(bare), "--prompts", str(prompts),
-                    "--samples", "2", "--out", str(again)]) == 2
+                    "--samples", "2", "--out", str(again), "--overwrite"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"megazoo task detox score: error: {bare}: 9 generations is not a multiple of 2 per prompt "
                    f"(--samples); lines must be in prompt order, 2 per prompt")
@@ -152,7 +152,7 @@ def test_filter_keeps_the_least_toxic_half_with_eod(tmp_path, capsys):
     for i in range(2):
         assert int(ds[i][-1]) == GPT2_EOD
     assert megazoo(["task", "detox", "filter", "--generations", str(gen), "--out-prefix", str(prefix),
-                    "--tokenizer", "gpt2", "--scorer", "perspektive"]) == 2
+                    "--tokenizer", "gpt2", "--scorer", "perspektive", "--overwrite"]) == 2
     assert "did you mean `perspective`?" in capsys.readouterr().err
 
 

@@ -76,5 +76,7 @@ def test_leaderboard_end_to_end(tmp_path):
     (tmp_path / "old.json").write_text(json.dumps(better))
     suite["baseline"] = "old.json"
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
-    again = run_leaderboard(tmp_path / "suite.yaml", progress=False)
+    with pytest.raises(ValueError, match="exists and is not empty; choose another path or pass --overwrite"):
+        run_leaderboard(tmp_path / "suite.yaml", progress=False)  # the first run's results are kept
+    again = run_leaderboard(tmp_path / "suite.yaml", progress=False, overwrite=True)
     assert any(r["model"] == "a" and r["task"] == "hellaswag" and r["metric"] == "acc" for r in again["regressions"])

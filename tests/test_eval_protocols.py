@@ -117,6 +117,7 @@ def test_leaderboard_passes_stride_and_writes_it(tmp_path, monkeypatch):
     import megazoo.eval.leaderboard as board
 
     monkeypatch.setattr(board, "_load_model", lambda entry: CharLM(max_length=48))
+    (tmp_path / "unused").mkdir()  # the suite's folders must exist (checked before any model is loaded)
     suite = {"name": "s", "out": "board", "models": [{"name": "fake", "hf": "unused"}],
              "tasks": [{"name": "wikitext", "path": str(WIKITEXT), "stride": 16}]}
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
@@ -164,7 +165,7 @@ def test_wikitext_refuses_fewshot(capsys):
     # the command line says so in one line, before loading any model
     assert main(["eval", "task", "wikitext", "--data", str(WIKITEXT), "--hf", "no-such-dir", "--num-fewshot", "5"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and err.startswith("megazoo eval task: wikitext: few-shot evaluation is not defined")
+    assert "\n" not in err and err.startswith("megazoo eval task: error: wikitext: few-shot evaluation is not defined")
 
 
 # ---- 3. Non-strict LAMBADA ----------------------------------------------------------------------------

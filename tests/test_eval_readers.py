@@ -201,7 +201,7 @@ def test_wikitext_bad_input(tmp_path):
     path.write_bytes(b" = T = \n caf\xe9 \n")
     with pytest.raises(ReaderError) as err:
         read_wikitext(str(path))
-    check(err, str(path), 2, "not UTF-8")
+    check(err, str(path), 2, "not valid UTF-8")
 
 
 def test_race_bad_input(tmp_path):

@@ -176,7 +176,7 @@ def test_race_evaluate_says_what_the_checkpoint_is(work, text_run, tmp_path):
         code, _, err = run_cli("task", "race", "evaluate", "--data", str(work), "--checkpoint", str(checkpoint),
                                "--out", str(tmp_path / "r.json"))
         line = one_error(err)
-        assert code == 1 and what in line and "megazoo task race finetune race --set train.init_from=" in line
+        assert code == 2 and what in line and "megazoo task race finetune race --set train.init_from=" in line
     assert digest(imported) == before and not (tmp_path / "r.json").exists()
 
 

@@ -142,13 +142,16 @@ def test_export_and_import_refuse_overlapping_folders(run, tmp_path, capsys):
     assert main(["export-hf", str(ckpt), str(hf)]) == 0
     capsys.readouterr()
     before, hf_before = digest(run), digest(hf)
-    for out, relation in ((ckpt, "is"), (ckpt / "hf", "lies inside"), (run, "contains")):
+    # the output policy (core/fs/policy.py) refuses them before anything is read
+    for out, relation in ((ckpt, "is the input"), (ckpt / "hf", "lies inside the input folder"),
+                          (run, "contains the input")):
         for overwrite in ([], ["--overwrite"]):
             assert main(["export-hf", str(ckpt), str(out), *overwrite]) == 2
-            one_line(capsys, f"the output folder {out} {relation} the input {ckpt}")
-    for out, relation in ((hf, "is"), (hf / "mz", "lies inside"), (tmp_path, "contains")):
+            one_line(capsys, f"OUT_DIR {out.resolve()} {relation} CHECKPOINT {ckpt}")
+    for out, relation in ((hf, "is the input"), (hf / "mz", "lies inside the input folder"),
+                          (tmp_path, "contains the input")):
         assert main(["import-hf", str(hf), str(out), "--overwrite"]) == 2
-        one_line(capsys, f"the output folder {out} {relation} the input {hf}")
+        one_line(capsys, f"OUT {out.resolve()} {relation} HF_DIR {hf}")
     assert digest(run) == before and digest(hf) == hf_before
     assert not (ckpt / "hf").exists() and not (hf / "mz").exists()
 
@@ -158,7 +161,7 @@ def test_unwritable_folders_are_found_before_the_first_step(tmp_path, capsys, mo
     blocker = tmp_path / "a-file"
     blocker.write_text("keep me\n")
     assert train(blocker) in TRAIN_REFUSED
-    one_line(capsys, f"log.dir={blocker}: {blocker} is a file, not a folder")
+    one_line(capsys, f"log.dir {blocker} is a file, not a folder")
     assert train(tmp_path / "r1", f"checkpoint.dir={blocker / 'ckpt'}") in TRAIN_REFUSED
     one_line(capsys, f"checkpoint.dir={blocker / 'ckpt'}: {blocker} is a file")
     assert blocker.read_text() == "keep me\n"

@@ -33,7 +33,7 @@ def test_generate_command(tmp_path, capsys):
     assert megazoo(["task", "race", "generate", str(out), "--articles", "6", "--words", "40"]) == 0
     assert "train: middle" in capsys.readouterr().out
     assert len(list((out / "test" / "high").glob("*.txt"))) == 1
-    assert megazoo(["task", "race", "generate", str(out)]) == 1  # never overwrites
+    assert megazoo(["task", "race", "generate", str(out)]) == 2  # never overwrites (a user's mistake: exit 2)
     assert "exists and is not empty" in capsys.readouterr().err
 
 
@@ -79,7 +79,7 @@ def test_evaluate_errors_are_one_line(tmp_path, capsys):
     bert = make_tiny_bert(tmp_path / "bert")  # a training checkpoint, but of no task
 
     def evaluate(*args: str) -> str:
-        assert megazoo(["task", "race", "evaluate", "--out", str(tmp_path / "out.json"), *args]) == 1
+        assert megazoo(["task", "race", "evaluate", "--out", str(tmp_path / "out.json"), *args]) == 2
         err = capsys.readouterr().err
         assert err.startswith("megazoo task race evaluate: error:") and err.count("\n") == 1, err
         return err

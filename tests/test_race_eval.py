@@ -51,7 +51,7 @@ def test_ensemble_refuses_mismatched_files(tmp_path):
     with pytest.raises(ValueError, match="c.json: its questions differ"):
         ensemble([tmp_path / "a.json", tmp_path / "c.json"])
     (tmp_path / "d.json").write_text("not json")
-    with pytest.raises(ValueError, match="d.json: not a JSON predictions file"):
+    with pytest.raises(ValueError, match="d.json:1: not a JSON predictions file"):
         read_predictions(tmp_path / "d.json")
     with pytest.raises(FileNotFoundError, match="no such predictions file"):
         read_predictions(tmp_path / "missing.json")

@@ -76,6 +76,10 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
     keywords.write_text('[["a"], ["b"], ["c"], ["d"]]\n' * 2)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
+    # the stories the fixture's generations were made from (evaluate checks their ids against --data)
+    gen_data = tmp_path / "gen-data.csv"
+    gen_data.write_text("storyid,storytitle,sentence1,sentence2,sentence3,sentence4,sentence5\n"
+                        "s1,Out,Max went out.,A.,B.,C.,D.\ns2,Down,Mia sat down.,A.,B.,C.,D.\n")
     runs = {
         "keywords": megazoo("generate", "--checkpoint", str(ckpt), "--data", str(data), "--keywords", str(keywords),
                             "--out", str(tmp_path / "g.jsonl")),
@@ -83,7 +87,7 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
                          "--out", str(tmp_path / "g.jsonl")),
         "knowledge": megazoo("generate", "--checkpoint", str(ckpt), "--data", str(data), "--knowledge",
                              str(FIX / "bad_kb.tsv"), "--out", str(tmp_path / "g.jsonl")),
-        "evaluate": megazoo("evaluate", "--data", str(data), "--generations", str(FIX / "generations.jsonl"),
+        "evaluate": megazoo("evaluate", "--data", str(gen_data), "--generations", str(FIX / "generations.jsonl"),
                             "--keywords", str(keywords), "--out", str(tmp_path / "e2.json")),
     }
     expected = {
@@ -99,7 +103,7 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
         assert code == 2, (name, err)
         assert err.strip().splitlines() == [f"megazoo task story generate: error: {expected[name]}"]
     # evaluate against the generations' own keywords: the hand-computed figures
-    code, err = megazoo("evaluate", "--data", str(data), "--generations", str(FIX / "generations.jsonl"), "--out",
+    code, err = megazoo("evaluate", "--data", str(gen_data), "--generations", str(FIX / "generations.jsonl"), "--out",
                         str(tmp_path / "e.json"))
     assert code == 0, err
     out = json.loads((tmp_path / "e.json").read_text())

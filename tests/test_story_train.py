@@ -81,7 +81,7 @@ def test_generator_trains_and_writes_stories(data, tmp_path):
     assert ant["keywords"] == [["early"], ["bread"], [], ["unhappy", "beach"]]
     assert ant["original_keywords"] == rows[0]["keywords"]
     assert main(["task", "story", "evaluate", "--data", str(stories), "--generations", str(out), "--checkpoint",
-                 str(run), "--limit", "1", "--out", str(tmp_path / "e.json")]) == 0
+                 str(run), "--limit", "2", "--out", str(tmp_path / "e.json")]) == 0  # the generations' two stories
     ppl = json.loads((tmp_path / "e.json").read_text())["metrics"]["ppl"]
     assert 1 < ppl < 50304 * 2  # an untrained model is near uniform over the vocabulary
     # the leaderboard's evaluation: the same loop with the gold keywords, in memory

@@ -182,21 +182,26 @@ def test_score_stage_file_and_errors(tmp_path, capsys):
     pred = tmp_path / "pred.json"
     pred.write_text(json.dumps({"q0": "Eiffel Tower", "q1": "x", "q2": "an iconic landmark"}))
     out = tmp_path / "out.json"
+    # a question without a prediction is refused, naming both files (issue #36: ids checked in every score)
+    assert megazoo(["task", "synthetic_qa", "score", "--data", str(dev), "--predictions", str(pred),
+                    "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{pred}: predictions for other questions than {dev}" in err and "'q3'" in err and err.count("\n") == 0
+    assert not out.exists()
+    pred.write_text(json.dumps({"q0": "Eiffel Tower", "q1": "x", "q2": "an iconic landmark", "q3": "nothing"}))
     assert megazoo(["task", "synthetic_qa", "score", "--data", str(dev), "--predictions", str(pred),
                     "--out", str(out)]) == 0
-    err = capsys.readouterr().err
-    assert "1 of 4 questions have no prediction" in err and "q3" in err
     r = json.loads(out.read_text())
-    assert r["n"] == 4 and set(r["metrics"]) == {"exact_match", "f1"} and r["missing"] == ["q3"]
+    assert r["n"] == 4 and set(r["metrics"]) == {"exact_match", "f1"} and r["missing"] == []
     assert r["metrics"]["exact_match"] == 50.0
     bad = tmp_path / "bad.json"
     bad.write_text('{"q0": "a",\n "q1": }\n')
     assert megazoo(["task", "synthetic_qa", "score", "--data", str(dev), "--predictions", str(bad),
-                    "--out", str(out)]) == 2
+                    "--out", str(tmp_path / "out2.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"{bad}:2: not valid JSON" in err and "Traceback" not in err
     assert megazoo(["task", "synthetic_qa", "score", "--data", str(dev), "--predictions", str(tmp_path / "no.json"),
-                    "--out", str(out)]) == 2
+                    "--out", str(tmp_path / "out2.json")]) == 2
     assert "no such file" in capsys.readouterr().err
 
 

@@ -83,8 +83,10 @@ def test_bad_inputs(ckpt, tmp_path, capsys):
                tokenizer=_gpt2_dir())
     assert main(["generate", str(small), "--prompt", "x"]) == 2
     assert "its tokenizer has 50257 tokens but the model only 512" in capsys.readouterr().err
-    assert main(["generate", str(path), "--prompt", "x", "--max-new-tokens", "0"]) == 2
-    assert "--max-new-tokens must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # argparse's bounds (core/argtypes.py int_in)
+        main(["generate", str(path), "--prompt", "x", "--max-new-tokens", "0"])
+    assert refused.value.code == 2
+    assert "argument --max-new-tokens: must be between 1 and 131072, got 0" in capsys.readouterr().err
     assert main(["generate", str(path), "--prompt", "x", "--vpp", "2"]) == 2
     assert "--vpp 2 needs --pp > 1" in capsys.readouterr().err
 

@@ -16,28 +16,35 @@ import json
 import sys
 import time
 
-from megazoo.core.argtypes import nonnegative_int, positive_float, probability
+from megazoo.core.argtypes import float_in, int_in, probability
+from megazoo.core.fs import input_arg
 
 PROG = "megazoo generate"
 DTYPES = ("fp32", "bf16")
 DEFAULT_NEW_TOKENS = 40
+# bounds of the numeric flags: generous for real use, far below what would reach the allocator
+MAX_NEW_TOKENS = 131072
+MAX_TOP_K = 1 << 20  # above every vocabulary
+MAX_RANKS = 64  # local processes of one generate (tp x pp)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("checkpoint", help="an import-hf folder or a training checkpoint (with its tokenizer)")
+    input_arg(parser, "checkpoint", kind="folder",
+              help="an import-hf folder or a training checkpoint (with its tokenizer)")
     parser.add_argument("--prompt", action="append", required=True, help="a prompt (repeat for a batch)")
-    parser.add_argument("--max-new-tokens", type=int, default=None,
-                        help=f"tokens to add (default {DEFAULT_NEW_TOKENS}, or what the model's context leaves)")
+    parser.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=None,
+                        help=f"tokens to add, 1 to {MAX_NEW_TOKENS} (default {DEFAULT_NEW_TOKENS}, or what the "
+                             "model's context leaves)")
     parser.add_argument("--do-sample", action="store_true", help="sample (default: greedy)")
-    parser.add_argument("--temperature", type=positive_float, default=1.0)
-    parser.add_argument("--top-k", type=nonnegative_int, default=0, help="0: off")
+    parser.add_argument("--temperature", type=float_in(1e-4, 1e4), default=1.0, help="1e-4 to 1e4 (default 1)")
+    parser.add_argument("--top-k", type=int_in(0, MAX_TOP_K), default=0, help="0: off")
     parser.add_argument("--top-p", type=probability, default=1.0, help="in (0, 1]; 1: off")
-    parser.add_argument("--repetition-penalty", type=positive_float, default=1.0)
+    parser.add_argument("--repetition-penalty", type=float_in(1e-4, 1e4), default=1.0, help="1e-4 to 1e4 (default 1)")
     parser.add_argument("--stop", action="append", default=None, help="a stop string (repeatable)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks")
-    parser.add_argument("--pp", type=int, default=1, help="pipeline stages")
-    parser.add_argument("--vpp", type=int, default=1, help="model chunks per pipeline rank")
+    parser.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0)
+    parser.add_argument("--tp", type=int_in(1, MAX_RANKS), default=1, help=f"tensor-parallel ranks (1 to {MAX_RANKS})")
+    parser.add_argument("--pp", type=int_in(1, MAX_RANKS), default=1, help=f"pipeline stages (1 to {MAX_RANKS})")
+    parser.add_argument("--vpp", type=int_in(1, 1024), default=1, help="model chunks per pipeline rank")
     parser.add_argument("--dtype", choices=DTYPES, default="fp32")
     parser.add_argument("--json", action="store_true", help="print one JSON object per prompt")
 
@@ -45,20 +52,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from megazoo.core.parallel.launch import launch_local
 
-    for name in ("tp", "pp", "vpp", "max_new_tokens"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            print(f"{PROG}: error: --{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}",
-                  file=sys.stderr)
-            return 2
+    # user errors are ValueErrors: one line and exit 2 at the boundary (megazoo/cli.py)
     if args.vpp > 1 and args.pp == 1:
-        print(f"{PROG}: error: --vpp {args.vpp} needs --pp > 1", file=sys.stderr)
-        return 2
+        raise ValueError(f"--vpp {args.vpp} needs --pp > 1")
+    if args.tp * args.pp > MAX_RANKS:
+        raise ValueError(f"--tp {args.tp} x --pp {args.pp} = {args.tp * args.pp} local ranks; at most {MAX_RANKS}")
     payload = {k: v for k, v in vars(args).items() if k != "func"}
     try:
         check(payload)  # before any rank starts: one clear message instead of one per rank
-    except Exception as e:  # noqa: BLE001 - every reason a checkpoint cannot be used is reported the same way
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a checkpoint damaged in a way no reader names: still one line
+        raise ValueError(f"{args.checkpoint}: cannot be used for generation ({type(exc).__name__}: {exc})") from None
     nproc = args.tp * args.pp
     if nproc == 1:
         return generate_here(payload)
@@ -80,7 +85,12 @@ def check(payload: dict) -> None:
     cfg = config_from_dict(arch, cfg_dict)
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(tok_dir))
+    try:
+        tok = AutoTokenizer.from_pretrained(str(tok_dir))
+    except Exception as exc:  # noqa: BLE001 - transformers/tokenizers raise many kinds for a damaged folder
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{tok_dir}: transformers could not load the tokenizer of {payload['checkpoint']} "
+                         f"({reason})") from None
     n = len(tok)
     if n > cfg.vocab_size:
         raise ValueError(f"{payload['checkpoint']}: its tokenizer has {n} tokens but the model only {cfg.vocab_size}; "

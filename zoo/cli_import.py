@@ -10,21 +10,23 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import sys
+
+from megazoo.core.fs import input_arg, output_arg
 
 SET_KEYS = {"parallel.tp": int, "parallel.pp": int, "parallel.sp": lambda v: v.lower() in ("1", "true", "yes")}
+MAX_DEGREE = 1024  # tensor or pipeline ranks: beyond any model's heads or layers
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("hf_dir", help="a Hugging Face model folder (config.json and weights, or a .gguf file)")
-    parser.add_argument("out", help="the megazoo checkpoint folder to create")
+    input_arg(parser, "hf_dir", kind="folder",
+              help="a Hugging Face model folder (config.json and weights, or a .gguf file)")
+    output_arg(parser, "out", kind="folder", help="the megazoo checkpoint folder to create")
     parser.add_argument("--set", nargs="+", action="append", default=[], metavar="KEY=VALUE",
                         help="layout to check and record: parallel.tp=N parallel.pp=N parallel.sp=BOOL")
     parser.add_argument("--gguf-file", default=None, help="the .gguf file in HF_DIR (found by itself when it is the only one)")
     parser.add_argument("--pad-heads", action="store_true",
                         help="when parallel.tp does not divide the attention heads, add zero heads (outputs unchanged; "
                              "export-hf removes them again)")
-    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
 
 def parse_sets(groups) -> dict:
@@ -41,8 +43,8 @@ def parse_sets(groups) -> dict:
             out[key] = SET_KEYS[key](value)
         except ValueError:
             raise ValueError(f"{key} needs an integer, got {value!r}") from None
-        if key != "parallel.sp" and out[key] < 1:
-            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        if key != "parallel.sp" and not 1 <= out[key] <= MAX_DEGREE:
+            raise ValueError(f"{key} must be an integer from 1 to {MAX_DEGREE}, got {value!r}")
     return out
 
 
@@ -79,16 +81,12 @@ def import_checkpoint(hf_dir, out, tp: int = 1, pp: int = 1, sp: bool = False, g
 
 
 def run(args) -> int:
-    from megazoo.zoo.hf import HFImportError, LayoutError
-
-    try:
-        sets = parse_sets(args.set)
-        tp, pp = sets["parallel.tp"], sets["parallel.pp"]
-        source, arch, cfg, state = import_checkpoint(args.hf_dir, args.out, tp, pp, sets["parallel.sp"], args.gguf_file,
-                                                     args.pad_heads, args.overwrite)
-    except (HFImportError, LayoutError, ValueError, FileExistsError) as e:
-        print(f"megazoo import-hf: error: {e}", file=sys.stderr)
-        return 2
+    # errors are ValueErrors (HFImportError, LayoutError: exit 2) or OSErrors, one line at the boundary;
+    # a failure while writing (a full disk) names OUT (zoo/io.py save_model)
+    sets = parse_sets(args.set)
+    tp, pp = sets["parallel.tp"], sets["parallel.pp"]
+    source, arch, cfg, state = import_checkpoint(args.hf_dir, args.out, tp, pp, sets["parallel.sp"], args.gguf_file,
+                                                 args.pad_heads, args.overwrite)
     n = sum(t.numel() for t in state.values())
     print(f"imported {source.config.model_type} -> megazoo {arch}: {n / 1e6:.2f}M parameters, "
           f"{len(state)} tensors, layout tp={tp} pp={pp}; wrote {args.out}")

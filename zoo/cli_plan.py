@@ -17,24 +17,32 @@ import json
 import sys
 from math import prod
 
-from megazoo.core.argtypes import positive_float, positive_int
+from megazoo.core.argtypes import float_in, int_in
+from megazoo.core.fs import input_arg, output_arg
 from megazoo.core.plan.flops import FLOPS_CONVENTIONS as FLOPS_CONVENTION_HELP
 
 GIB = float(2**30)
+# bounds of the numeric flags: the planner is arithmetic, so they are wide (a million GPUs, 16M-token
+# sequences), but finite: no NaN, no infinity, no size that no machine could ever hold
+GPUS = int_in(1, 1 << 20)
+DEGREE = int_in(1, 1 << 16)
+BATCH = int_in(1, 1 << 26)
+BANDWIDTH = float_in(1e-3, 1e6)  # GB/s
+PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg", "webp", "tif", "tiff", "eps", "ps")
 
 
 def degrees(text: str) -> tuple[int, ...]:
     """A parallel degree or a comma-separated list of them ("1,2,4"; a list is for --search)."""
-    return tuple(positive_int(part) for part in text.split(","))
+    return tuple(DEGREE(part) for part in text.split(","))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", nargs="?", help="model card name (see `megazoo zoo list`) or a card YAML path")
-    parser.add_argument("--gpus", type=positive_int, default=None, help="number of GPUs (required unless --validate)")
+    input_arg(parser, "model", nargs="?", help="model card name (see `megazoo zoo list`) or a card YAML path")
+    parser.add_argument("--gpus", type=GPUS, default=None, help="number of GPUs (required unless --validate)")
     parser.add_argument("--gpu", default="a100-80gb", help="GPU type: v100, a100-40gb, a100-80gb, h100, h200, b200")
-    parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel size")
-    parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel size")
-    parser.add_argument("--vpp", type=positive_int, default=1, help="model chunks per pipeline rank (interleaved schedule)")
+    parser.add_argument("--tp", type=DEGREE, default=1, help="tensor-parallel size")
+    parser.add_argument("--pp", type=DEGREE, default=1, help="pipeline-parallel size")
+    parser.add_argument("--vpp", type=DEGREE, default=1, help="model chunks per pipeline rank (interleaved schedule)")
     parser.add_argument("--cp", type=degrees, default=(1,),
                         help="context-parallel size (the sequence split over cp ranks, ring attention); with "
                              "--search a list to try, e.g. 1,2,4")
@@ -43,17 +51,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "--search a list to try, e.g. 1,2,8")
     parser.add_argument("--no-cp-overlap", dest="cp_overlap", action="store_false",
                         help="the ring's K/V sends do not overlap the attention compute (default: they do)")
-    parser.add_argument("--micro-batch", type=positive_int, default=1, help="sequences per micro-batch")
-    parser.add_argument("--global-batch", type=positive_int, default=None, help="sequences per step (default: dp x micro-batch)")
-    parser.add_argument("--seq-length", type=positive_int, default=None, help="tokens per sequence (default: the card's)")
+    parser.add_argument("--micro-batch", type=BATCH, default=1, help="sequences per micro-batch")
+    parser.add_argument("--global-batch", type=BATCH, default=None, help="sequences per step (default: dp x micro-batch)")
+    parser.add_argument("--seq-length", type=int_in(1, 1 << 24), default=None, help="tokens per sequence (default: the card's)")
     parser.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
     parser.add_argument("--distributed-optimizer", action="store_true", help="shard optimizer states over dp (ZeRO-1)")
     parser.add_argument("--sp", dest="sp", action="store_true", default=None, help="sequence parallelism (default: on when tp > 1)")
     parser.add_argument("--no-sp", dest="sp", action="store_false")
     parser.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16")
-    parser.add_argument("--gpus-per-node", type=positive_int, default=None)
-    parser.add_argument("--nvlink-gb-s", type=positive_float, default=None, help="per-GPU NVLink bandwidth, one direction")
-    parser.add_argument("--network-gb-s", type=positive_float, default=None, help="per-GPU inter-node bandwidth")
+    parser.add_argument("--gpus-per-node", type=int_in(1, 1024), default=None)
+    parser.add_argument("--nvlink-gb-s", type=BANDWIDTH, default=None, help="per-GPU NVLink bandwidth, one direction")
+    parser.add_argument("--network-gb-s", type=BANDWIDTH, default=None, help="per-GPU inter-node bandwidth")
     parser.add_argument("--no-flash-attention", dest="flash_attention", action="store_false",
                         help="unfused attention (stores the s x s scores)")
     parser.add_argument("--no-scatter-gather", dest="scatter_gather", action="store_false",
@@ -70,15 +78,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, help_ in (("num-layers", "transformer layers"), ("hidden-size", "hidden size"),
                         ("num-heads", "attention heads"), ("num-kv-heads", "key/value heads (default: --num-heads)"),
                         ("ffn-hidden-size", "MLP hidden size"), ("vocab-size", "vocabulary size (padded as Megatron pads it)")):
-        parser.add_argument(f"--{flag}", type=positive_int, default=None, help=f"{help_}, over the card's")
+        parser.add_argument(f"--{flag}", type=int_in(1, 1 << 24), default=None, help=f"{help_}, over the card's")
     # mixture of experts over the card's dense model (model.moe.*)
-    parser.add_argument("--num-experts", type=positive_int, default=None,
+    parser.add_argument("--num-experts", type=DEGREE, default=None,
                         help="experts per MoE layer (makes the card's model a mixture of experts)")
-    parser.add_argument("--top-k", type=positive_int, default=None, help="experts per token (default 2 with --num-experts)")
-    parser.add_argument("--moe-every", type=positive_int, default=None, help="every N-th layer is an MoE layer (default 1)")
-    parser.add_argument("--moe-ffn-hidden-size", type=positive_int, default=None,
+    parser.add_argument("--top-k", type=DEGREE, default=None, help="experts per token (default 2 with --num-experts)")
+    parser.add_argument("--moe-every", type=DEGREE, default=None, help="every N-th layer is an MoE layer (default 1)")
+    parser.add_argument("--moe-ffn-hidden-size", type=int_in(1, 1 << 24), default=None,
                         help="an expert's MLP hidden size (default: the model's)")
-    parser.add_argument("--capacity-factor", type=positive_float, default=None,
+    parser.add_argument("--capacity-factor", type=float_in(1e-3, 1e4), default=None,
                         help="expert capacity factor (tokens beyond it are dropped; default: dropless)")
     parser.add_argument("--untie-embeddings", dest="tie_embeddings", action="store_false", default=None,
                         help="a separate output layer (over the card's tie_embeddings)")
@@ -87,8 +95,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the planner against every published row (bench/RESULTS.md) and its command")
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     parser.add_argument("--search", action="store_true", help="rank every feasible layout by predicted throughput")
-    parser.add_argument("--top", type=positive_int, default=10, help="layouts shown by --search")
-    parser.add_argument("--plot", metavar="PNG", help="write a chart of the plan (or of the search) to PNG")
+    parser.add_argument("--top", type=int_in(1, 1 << 20), default=10, help="layouts shown by --search")
+    output_arg(parser, "--plot", kind="file", metavar="PNG",
+               help="write a chart of the plan (or of the search) to this file (.png, .pdf, .svg ...)")
     parser.add_argument("--dry-run", action="store_true",
                         help="build the real model of one rank on the meta device and compare parameters")
 
@@ -344,7 +353,12 @@ def plot(path: str, plans: list, title: str) -> None:
         ax2.set_xlabel("GiB per GPU")
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    from pathlib import Path
+
+    from megazoo.core.fs import atomic_file
+
+    with atomic_file(path) as f:  # a failed or killed run leaves the old file, never half a chart
+        fig.savefig(f, dpi=100, format=Path(path).suffix[1:].lower() or "png")
     plt.close(fig)
 
 
@@ -359,6 +373,9 @@ def check_plot_path(path: str) -> None:
         raise PlanError(f"--plot {path}: is a folder; give a file name such as {target / 'plan.png'}")
     if not target.parent.is_dir():
         raise PlanError(f"--plot {path}: the folder {target.parent} does not exist; create it first")
+    if target.suffix and target.suffix[1:].lower() not in PLOT_FORMATS:
+        raise PlanError(f"--plot {path}: {target.suffix} is not an image format matplotlib writes; use one of "
+                        f"{', '.join('.' + f for f in PLOT_FORMATS)}")
 
 
 def run(args: argparse.Namespace) -> int:

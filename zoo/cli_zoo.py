@@ -7,6 +7,8 @@ import argparse
 import json
 import sys
 
+from megazoo.core.fs import input_arg
+
 GIB = float(2**30)
 
 
@@ -15,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     lst = sub.add_parser("list", help="one line per model card")
     lst.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     show = sub.add_parser("show", help="a card's sizes, parameters, FLOPs per token and state memory")
-    show.add_argument("name", help="card name (see `megazoo zoo list`) or a card YAML path")
+    input_arg(show, "name", help="card name (see `megazoo zoo list`) or a card YAML path")
     show.add_argument("--json", action="store_true", help="print one JSON object")
 
 

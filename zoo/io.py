@@ -44,11 +44,12 @@ def save_model(dir, arch: str, config, state_dict: dict[str, torch.Tensor], toke
     with save_pretrained; `extra`: more keys for model.yaml."""
     from safetensors.torch import save_file
 
-    from megazoo.zoo.hf.writer import atomic_folder, copy_tokenizer
+    from megazoo.zoo.hf.writer import atomic_folder, copy_tokenizer, output_errors
 
     cfg = config.to_dict() if hasattr(config, "to_dict") else dict(config)
     out = Path(dir)
-    with atomic_folder(out, overwrite) as tmp:
+    # a failure while writing (a full disk) names the output folder, never the source
+    with output_errors(out, "the checkpoint"), atomic_folder(out, overwrite) as tmp:
         meta = {"format": FORMAT, "arch": arch, "config": cfg, **(extra or {})}
         (tmp / "model.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
         save_file({k: v.detach().cpu().contiguous() for k, v in state_dict.items()}, str(tmp / "model.safetensors"),

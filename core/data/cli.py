@@ -10,24 +10,51 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from megazoo.core.argtypes import nonnegative_int, positive_int
-from megazoo.core.data.errors import DataError
+from megazoo.core.argtypes import int_in
+from megazoo.core.fs import input_arg, output_arg
+
+# --workers: more tokeniser processes than this gain nothing on any machine megazoo runs on, and each
+# holds a tokenizer (hundreds of MB for large vocabularies)
+MAX_WORKERS = 256
+# --vocab-extra-ids: T5 uses 100 sentinels; the bound keeps ids far inside int32
+MAX_EXTRA_IDS = 100_000
+
+
+def _bin_idx(prefix: Path) -> list[Path]:
+    """The files a prefix names: P.bin and P.idx."""
+    return [prefix.with_name(prefix.name + ".bin"), prefix.with_name(prefix.name + ".idx")]
+
+
+def _check_prefix(prefix: str) -> None:
+    """P names P.bin and P.idx, never P itself: a P that is an existing file or folder is almost
+    always a slip (the input file, the data folder), and is refused before anything is written."""
+    path = Path(prefix)
+    if path.is_dir():
+        raise ValueError(f"--output-prefix {prefix} is a folder; give a name inside it, e.g. {path / 'data'} "
+                         f"(writes data.bin and data.idx there; nothing was changed)")
+    if path.exists():
+        raise ValueError(f"--output-prefix {prefix} is an existing file; the prefix names the new files "
+                         f"{path.name}.bin and {path.name}.idx, so give a new name, e.g. {path.with_suffix('')}-tok "
+                         f"(nothing was changed)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--input", nargs="+", metavar="FILE",
-                     help="text or JSONL files (.jsonl/.json are JSON lines), processed in order")
-    src.add_argument("--merge", nargs="+", metavar="PREFIX",
-                     help="merge these .bin/.idx prefixes (same tokenizer) into --output-prefix")
-    parser.add_argument("--output-prefix", required=True, metavar="P", help="writes P.bin and P.idx")
+    input_arg(src, "--input", nargs="+", metavar="FILE", kind="file",
+              help="text or JSONL files (.jsonl/.json are JSON lines), processed in order")
+    input_arg(src, "--merge", nargs="+", metavar="PREFIX", kind="prefix",
+              help="merge these .bin/.idx prefixes (same tokenizer) into --output-prefix")
+    output_arg(parser, "--output-prefix", required=True, metavar="P", kind="prefix", also=_bin_idx,
+               help="writes P.bin and P.idx (existing ones only with --overwrite)")
     parser.add_argument("--tokenizer", default="gpt2",
                         help="gpt2 | bert-wordpiece[-cased][:VOCAB_TXT] | sentencepiece[:MODEL] | hf:DIR "
                              "(default: gpt2)")
-    parser.add_argument("--vocab-extra-ids", type=nonnegative_int, default=0, metavar="N",
+    parser.add_argument("--vocab-extra-ids", type=int_in(0, MAX_EXTRA_IDS), default=0, metavar="N",
                         help="add N T5 sentinel tokens <extra_id_0..N-1> to the vocabulary")
-    parser.add_argument("--workers", type=positive_int, default=1, metavar="N", help="tokeniser processes")
+    parser.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=1, metavar="N",
+                        help=f"tokeniser processes (1 to {MAX_WORKERS})")
     parser.add_argument("--append-eod", action="store_true", help="end every document with the EOD token")
     parser.add_argument("--split-sentences", action="store_true",
                         help="store each sentence as its own sequence (needed for BERT/T5 samples)")
@@ -42,34 +69,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Errors are DataError / OSError: the boundary in megazoo/cli.py prints them as one line, exit 2."""
+    _check_prefix(args.output_prefix)  # before the heavy imports: a slip is refused at once
     from megazoo.core.data.preprocess import merge, preprocess
     from megazoo.core.data.tokenizers import build_tokenizer
+    from megazoo.core.fs import Declared, PathRole, check_paths
 
-    try:
-        if args.merge:
-            stats = merge(args.merge, args.output_prefix)
-        else:
-            if args.workers < 1:
-                raise DataError(f"--workers {args.workers}: needs at least 1")
-            tokenizer = build_tokenizer(args.tokenizer, extra_ids=args.vocab_extra_ids)
-            stats = preprocess(
-                args.input, tokenizer, args.output_prefix, workers=args.workers,
-                append_eod=args.append_eod, split_sentences_=args.split_sentences,
-                json_key=args.json_key, dtype=args.dtype, fmt=args.fmt, text_mode=args.text_mode,
-                progress=False if args.no_progress else None)
-    except DataError as exc:
-        print(f"megazoo preprocess: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("megazoo preprocess: interrupted; nothing was written", file=sys.stderr)
-        return 130
+    if args.merge:
+        # the policy sees the prefix P only; its files P.bin and P.idx are what is read
+        inputs = [Declared("--merge", str(f), PathRole("input", "file")) for p in args.merge
+                  for f in _bin_idx(Path(p))]
+        outputs = [Declared("--output-prefix", args.output_prefix, PathRole("output", "prefix", also=_bin_idx))]
+        check_paths(inputs, outputs, overwrite=args.overwrite)
+        stats = merge(args.merge, args.output_prefix)
+    else:
+        tokenizer = build_tokenizer(args.tokenizer, extra_ids=args.vocab_extra_ids)
+        stats = preprocess(
+            args.input, tokenizer, args.output_prefix, workers=args.workers,
+            append_eod=args.append_eod, split_sentences_=args.split_sentences,
+            json_key=args.json_key, dtype=args.dtype, fmt=args.fmt, text_mode=args.text_mode,
+            progress=False if args.no_progress else None)
     print(stats.summary())
     if stats.skipped_empty:
         print(f"skipped {stats.skipped_empty} documents with no tokens", file=sys.stderr)
     return 0
 
 
-if __name__ == "__main__":  # python -m megazoo.core.data.cli ...
-    p = argparse.ArgumentParser(prog="megazoo preprocess")
-    add_arguments(p)
-    raise SystemExit(run(p.parse_args()))
+if __name__ == "__main__":  # python -m megazoo.core.data.cli ...: the output policy as `megazoo preprocess`
+    from megazoo.core.fs import enforce
+
+    parser = argparse.ArgumentParser(prog="megazoo preprocess")
+    add_arguments(parser)
+    parsed = parser.parse_args()
+    enforce(parser, parsed)
+    raise SystemExit(run(parsed))

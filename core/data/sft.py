@@ -70,11 +70,9 @@ def read_examples(path: str | os.PathLike, template: str = "plain") -> list[Exam
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file (expected a JSONL file of fine-tuning examples, {EXPECTED})")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise SFTDataError(path, data[: e.start].count(b"\n") + 1, "not UTF-8 text") from None
+    from megazoo.core.fs import read_utf8
+
+    text = read_utf8(path, SFTDataError)
     out = []
     # split on "\n" only: str.splitlines would also break at U+2028 inside JSON strings
     for number, line in enumerate(text.split("\n"), start=1):

@@ -68,14 +68,12 @@ def iter_raw_documents(path: str, fmt: str = "auto", text_mode: str = "line") ->
 
 
 def _decoded_lines(path: str) -> Iterator[tuple[int, str]]:
-    # Decode line by line so that bad UTF-8 is reported with its line number.
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                yield number, raw.decode("utf-8").replace("\r\n", "\n")
-            except UnicodeDecodeError as exc:
-                raise DataError(f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start}"
-                                f" of the line); convert the file to UTF-8") from None
+    # Decode line by line so that bad UTF-8 is reported with its line (core/fs/text.py).
+    from megazoo.core.fs import utf8_lines
+
+    lines = utf8_lines(path, lambda p, line, problem: DataError(f"{p}:{line}: {problem}"))
+    for number, line in enumerate(lines, 1):
+        yield number, line.replace("\r\n", "\n")
 
 
 def document_text(doc: RawDoc, json_key: str) -> str:

@@ -20,7 +20,14 @@ Every folder also gets megazoo_tokenizer.json: how it was trained (kind, sizes, 
 
 Inputs: .jsonl / .json files hold one JSON object per line with the text under `field`; any other
 file is plain text, one text per non-empty line. The folder is written to a temporary sibling and
-moved into place when complete; a non-empty existing folder is never overwritten.
+moved into place when complete; a non-empty existing folder is replaced only with overwrite=True
+(the old one removed once the new one is complete).
+
+Bounds: the trainers' cost grows with the longest "word" (a merge rescans the words that hold its
+pair, and a word is at most a whole line when it has no spaces: one 5 MB line ran for hours), so
+texts are cut into pieces of at most MAX_PIECE_CHARS characters before training, at a space where
+there is one. Training then takes time linear in the input; `time_limit` stops it with a clear error
+in any case. The vocabulary size is at most MAX_VOCAB.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ import json
 import os
 import re
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -44,6 +53,27 @@ END_OF_TEXT = "<|endoftext|>"
 SPM_CONTROLS = ("<unk>", "<s>", "</s>", "<pad>")  # ids 0-3, as train_sentencepiece assigns them
 BYTES = 256  # byte-level BPE's alphabet, and SentencePiece's byte-fallback pieces
 RECORD = "megazoo_tokenizer.json"
+# 2**24: 64 times the largest vocabularies in use (262,144 tokens), every id exact as a float32, and
+# far below the sizes at which the Rust trainers abort the process while allocating (1e11)
+MAX_VOCAB = 1 << 24
+# the longest piece of text a trainer sees at once: longer than any real word, and, at 4 bytes a
+# character at most, inside SentencePiece's max_sentence_length (4192 bytes: longer lines are dropped)
+MAX_PIECE_CHARS = 1000
+
+
+def pieces(text: str, limit: int = MAX_PIECE_CHARS) -> Iterator[str]:
+    """`text` in pieces of at most `limit` characters, cut after the last whitespace in reach (a
+    text without any is cut every `limit` characters); joined they give `text` back. Linear time."""
+    start, n = 0, len(text)
+    while n - start > limit:
+        end = start + limit
+        cut = max(text.rfind(" ", start + 1, end), text.rfind("\n", start + 1, end), text.rfind("\t", start + 1, end))
+        if cut > start:
+            end = cut + 1  # the space stays with the piece before it
+        yield text[start:end]
+        start = end
+    if start < n:
+        yield text[start:]
 
 
 def read_texts(path: str | os.PathLike, field: str = "text", key_flag: str = "--field") -> Iterator[str]:
@@ -63,7 +93,8 @@ def special_tokens(kind: str, extra: Sequence[str] = ()) -> list[str]:
 
 
 def check_request(kind: str, inputs: Sequence[str], vocab_size: int, out: str | os.PathLike,
-                  specials: Sequence[str] = (), lowercase: bool = False, model_type: str = "unigram") -> None:
+                  specials: Sequence[str] = (), lowercase: bool = False, model_type: str = "unigram",
+                  overwrite: bool = False) -> None:
     """Everything that can be wrong before training starts, as one DataError line each."""
     if kind not in KINDS:
         raise DataError(f"unknown tokenizer kind {kind!r}; choose one of {', '.join(KINDS)}")
@@ -75,9 +106,13 @@ def check_request(kind: str, inputs: Sequence[str], vocab_size: int, out: str | 
     if missing:
         raise DataError(f"missing input files: {', '.join(missing)}")
     target = Path(out)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise DataError(f"{target} exists and is not empty; choose another --out folder (a trained tokenizer "
-                        f"is never overwritten)")
+    if target.exists() and not target.is_dir():
+        raise DataError(f"--out {target} is a file, not a folder; choose a folder")
+    if target.exists() and any(target.iterdir()) and not overwrite:
+        raise DataError(f"--out {target} exists and is not empty; choose another folder or pass --overwrite to "
+                        f"replace it")
+    if not 1 <= vocab_size <= MAX_VOCAB:
+        raise DataError(f"--vocab-size {vocab_size}: must be between 1 and {MAX_VOCAB:,} (2**24)")
     n = len(special_tokens(kind, specials))
     if vocab_size < n:
         raise DataError(f"--vocab-size {vocab_size} is smaller than the {n} special tokens "
@@ -93,26 +128,29 @@ def check_request(kind: str, inputs: Sequence[str], vocab_size: int, out: str | 
 
 def train_tokenizer(kind: str, inputs: Sequence[str | os.PathLike], vocab_size: int, out: str | os.PathLike, *,
                     lowercase: bool = False, min_frequency: int = 2, specials: Sequence[str] = (),
-                    model_type: str = "unigram", field: str = "text", progress: bool = True) -> Path:
+                    model_type: str = "unigram", field: str = "text", progress: bool = True,
+                    overwrite: bool = False, time_limit: float | None = None) -> Path:
     """Train on `inputs` and write the folder `out` (see the module doc). min_frequency: the
-    fewest occurrences a merge/word needs (wordpiece, bpe; SentencePiece has no such knob)."""
+    fewest occurrences a merge/word needs (wordpiece, bpe; SentencePiece has no such knob).
+    time_limit: seconds the reading and training may take (None: no limit), else a DataError."""
     inputs = [str(p) for p in inputs]
-    check_request(kind, inputs, vocab_size, out, specials, lowercase, model_type)
+    check_request(kind, inputs, vocab_size, out, specials, lowercase, model_type, overwrite)
     tokens = special_tokens(kind, specials)
     target = Path(out)
-    # an empty existing folder is replaced (check_request refused a non-empty one)
-    with atomic_folder(target) as tmp:
+    # the scratch folder is removed on any failure, the time limit included; an existing folder is
+    # replaced only once the new one is complete
+    with atomic_folder(target, overwrite=overwrite) as tmp:
         texts = (t for path in inputs for t in read_texts(path, field))
         first = next((t for t in texts if t.strip()), None)  # the blank texts before it teach nothing
         if first is None:  # refused, not a vocabulary of the special tokens alone
             raise DataError(f"{', '.join(inputs)}: no text to learn from (the input is empty or blank); "
                             f"nothing was written to {target}")
-        texts = itertools.chain([first], texts)
+        texts = (p for t in itertools.chain([first], texts) for p in pieces(t))
         if kind == "sentencepiece":
-            config = _sentencepiece(texts, tmp, vocab_size, tokens, model_type, progress)
+            config = _sentencepiece(texts, tmp, vocab_size, tokens, model_type, progress, time_limit)
         else:
             build = _wordpiece if kind == "wordpiece" else _bpe
-            config = build(texts, tmp, vocab_size, tokens, lowercase, min_frequency, progress)
+            config = build(texts, tmp, vocab_size, tokens, lowercase, min_frequency, progress, time_limit)
         (tmp / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
         record = {"kind": kind, "vocab_size": vocab_size, "special_tokens": tokens, "lowercase": lowercase,
                   "min_frequency": min_frequency, "inputs": inputs, "field": field}
@@ -122,17 +160,48 @@ def train_tokenizer(kind: str, inputs: Sequence[str | os.PathLike], vocab_size: 
     return target
 
 
-def _train(tokenizer, texts: Iterable[str], trainer) -> None:
-    try:
-        tokenizer.train_from_iterator(texts, trainer)
-    except Exception as exc:  # the Rust trainer raises plain Exceptions
-        if isinstance(exc, DataError):
+def within_time(work, time_limit: float | None, what: str):
+    """work() in a thread, waited for at most `time_limit` seconds (the Rust and C++ trainers release
+    the GIL; none of them can be interrupted): on time, its result; late, a DataError, and the
+    thread runs on in the background, writing nothing (its caller saves only after it returns).
+    An error inside work() is raised here."""
+    if time_limit is None:
+        return work()
+    box: dict = {}
+
+    def body():
+        try:
+            box["result"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=body, name="megazoo-tokenizer-train", daemon=True)
+    start = time.monotonic()
+    thread.start()
+    thread.join(time_limit)
+    if thread.is_alive():
+        raise DataError(f"{what} took longer than the time limit of {time_limit:g} s (after "
+                        f"{time.monotonic() - start:.0f} s); nothing was written. Give a smaller input, or raise "
+                        f"--time-limit")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+def _train(tokenizer, texts: Iterable[str], trainer, time_limit: float | None = None) -> None:
+    def work():
+        try:
+            tokenizer.train_from_iterator(texts, trainer)
+        except (DataError, KeyboardInterrupt):
             raise
-        raise DataError(f"tokenizer training failed: {exc}") from None
+        except BaseException as exc:  # the Rust trainer raises plain Exceptions, and panics as BaseException
+            raise DataError(f"tokenizer training failed: {type(exc).__name__}: {exc}") from None
+
+    within_time(work, time_limit, "tokenizer training")
 
 
 def _wordpiece(texts, folder: Path, vocab_size: int, specials: list[str], lowercase: bool, min_frequency: int,
-               progress: bool) -> dict:
+               progress: bool, time_limit: float | None = None) -> dict:
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
@@ -140,7 +209,7 @@ def _wordpiece(texts, folder: Path, vocab_size: int, specials: list[str], lowerc
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
     _train(tok, texts, trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                                 special_tokens=specials, show_progress=progress))
+                                                 special_tokens=specials, show_progress=progress), time_limit)
     tok.post_processor = processors.BertProcessing(("[SEP]", tok.token_to_id("[SEP]")),
                                                    ("[CLS]", tok.token_to_id("[CLS]")))
     tok.save(str(folder / "tokenizer.json"))
@@ -150,7 +219,7 @@ def _wordpiece(texts, folder: Path, vocab_size: int, specials: list[str], lowerc
 
 
 def _bpe(texts, folder: Path, vocab_size: int, specials: list[str], lowercase: bool, min_frequency: int,
-         progress: bool) -> dict:
+         progress: bool, time_limit: float | None = None) -> dict:
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.BPE())
@@ -162,7 +231,7 @@ def _bpe(texts, folder: Path, vocab_size: int, specials: list[str], lowercase: b
     # every byte in the alphabet: no text is ever out of vocabulary, as GPT-2
     _train(tok, texts, trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
                                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                           show_progress=progress))
+                                           show_progress=progress), time_limit)
     tok.save(str(folder / "tokenizer.json"))
     tok.model.save(str(folder))  # vocab.json + merges.txt, GPT-2's own file pair
     # GPT-2's one special token ends documents and serves as BOS, EOS, UNK and padding
@@ -170,7 +239,8 @@ def _bpe(texts, folder: Path, vocab_size: int, specials: list[str], lowercase: b
             "eos_token": END_OF_TEXT, "unk_token": END_OF_TEXT, "pad_token": END_OF_TEXT}
 
 
-def _sentencepiece(texts, folder: Path, vocab_size: int, specials: list[str], model_type: str, progress: bool) -> dict:
+def _sentencepiece(texts, folder: Path, vocab_size: int, specials: list[str], model_type: str, progress: bool,
+                   time_limit: float | None = None) -> dict:
     from tqdm import tqdm
 
     from megazoo.core.data.tokenizers import train_sentencepiece
@@ -178,7 +248,10 @@ def _sentencepiece(texts, folder: Path, vocab_size: int, specials: list[str], mo
     user = [t for t in specials if t not in SPM_CONTROLS]
     # SentencePiece trains silently; the bar shows the reading, which is most of a small run
     bar = tqdm(texts, unit=" texts", desc="reading", file=sys.stderr, disable=not progress)
-    spm = train_sentencepiece(bar, folder / "tokenizer", vocab_size, model_type=model_type, user_defined_symbols=user)
+    # trained under a scratch name inside the scratch folder: a late thread that finishes after the
+    # time limit writes there only, into a folder already removed or about to be
+    spm = within_time(lambda: train_sentencepiece(bar, folder / "tokenizer", vocab_size, model_type=model_type,
+                                                  user_defined_symbols=user), time_limit, "SentencePiece training")
     bar.close()
     _spm_to_tokenizers(spm.sp, model_type, user).save(str(folder / "tokenizer.json"))
     config = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",

@@ -12,7 +12,12 @@ import argparse
 import os
 import sys
 
-from megazoo.core.argtypes import positive_int
+from megazoo.core.argtypes import int_in
+from megazoo.core.fs import input_arg
+
+# --nproc: local ranks on one machine; more than this is no machine megazoo runs on (and each rank is
+# a process with its own copy of the model)
+MAX_NPROC = 1024
 
 
 # the run directory of the recipe command running in this process (one process, or a rank under torchrun)
@@ -21,10 +26,13 @@ _RUN: dict = {}
 
 def add_recipe_arguments(parser: argparse.ArgumentParser, recipe_help: str, set_example: str) -> None:
     """RECIPE, --set and --nproc: the arguments of every recipe-driven command."""
-    parser.add_argument("recipe", help=recipe_help)
+    # read, never written: its outputs (log.dir, checkpoint.dir) are checked when the config is
+    # resolved (core/train/rundir.py check_outputs); a shipped recipe's name is no path and passes
+    input_arg(parser, "recipe", kind="file", help=recipe_help)
     parser.add_argument("--set", dest="overrides", nargs="+", action="append", default=[], metavar="KEY=VALUE",
                         help=f"dotted overrides, e.g. --set {set_example} (repeatable)")
-    parser.add_argument("--nproc", type=positive_int, default=None, help="number of local ranks to start (>= 1)")
+    parser.add_argument("--nproc", type=int_in(1, MAX_NPROC), default=None,
+                        help=f"number of local ranks to start (1 to {MAX_NPROC})")
 
 
 def run_recipe_command(args, prog: str, load, run_here) -> int:
@@ -41,7 +49,7 @@ def run_recipe_command(args, prog: str, load, run_here) -> int:
     env_world = int(os.environ.get("WORLD_SIZE", "1"))
     under_launcher = "LOCAL_RANK" in os.environ and env_world > 1
     nproc = 1 if args.nproc is None else args.nproc
-    if nproc < 1:  # argparse checks it (positive_int); a caller may build args itself
+    if nproc < 1:  # argparse checks it (int_in); a caller may build args itself
         print(f"{prog}: error: --nproc must be >= 1, got {nproc}", file=sys.stderr)
         return 2
     try:

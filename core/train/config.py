@@ -261,7 +261,11 @@ class RunConfig:
     # validation -------------------------------------------------------------------------------
     def validate(self, world_size: int = 1):
         """Check everything that can be checked before a rank starts; return the model builder."""
+        from megazoo.core.train.config_checks import check_int_bounds, check_memory, check_takes_effect
+        from megazoo.core.train.rundir import check_outputs
+
         self.run_dir()  # a run name that would place the run outside runs/ fails here
+        check_outputs(self)  # log.dir / checkpoint.dir apart from what the run reads
         try:
             dp = self.parallel.validate(world_size)
         except ParallelConfigError as e:
@@ -292,6 +296,7 @@ class RunConfig:
         if t.epochs < 0 or not 0 <= t.warmup_fraction < 1:
             raise ConfigError(f"need train.epochs >= 0 and 0 <= train.warmup_fraction < 1, got {t.epochs} and "
                               f"{t.warmup_fraction}")
+        check_int_bounds(self)
         if self.checkpoint.best_mode not in ("auto", "max", "min"):
             raise ConfigError(f"checkpoint.best_mode must be auto, max or min, got {self.checkpoint.best_mode!r}")
         from megazoo.core.train.trainable import parse_patterns
@@ -306,6 +311,8 @@ class RunConfig:
         builder = models.load_builder(model, self.recompute, self.task)
         builder.check_layout(self.parallel)
         check_context_parallel(self, builder)  # one line before any rank starts
+        check_takes_effect(self, builder.to_dict())  # experts on no layer, ep without experts
+        check_memory(self, builder, world_size)  # sizes that cannot fit, before anything is allocated
         if not self.data.synthetic:
             from megazoo.core.train.data import data_settings
 

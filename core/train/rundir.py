@@ -102,3 +102,40 @@ def check_space(cfg, state: dict) -> None:
         raise ConfigError(f"checkpoint.dir={folder}: {free / 2**20:.1f} MiB free on its disk, but a checkpoint of "
                           f"this run takes about {need / 2**20:.1f} MiB (no space left on device for it); free space "
                           f"or set checkpoint.dir to another disk")
+
+
+def _prefixes(path) -> list[str]:
+    """The .bin/.idx prefixes named by data.path: one prefix, or [weight, prefix, weight, prefix, ...]."""
+    if path in (None, "", []):
+        return []
+    if isinstance(path, (list, tuple)):
+        return [str(p) for p in path if isinstance(p, (str, os.PathLike))]
+    return [str(path)]
+
+
+def check_outputs(cfg) -> None:
+    """The output policy (core/fs/policy.py) for the folders a recipe names: log.dir and
+    checkpoint.dir must not be, lie inside or contain what the run reads (train.init_from, the
+    data.path files, a data.tokenizer folder), nor the working or home folder. A run directory is
+    resumable: an existing one is continued (check_one_run refuses one that holds another run)."""
+    from megazoo.core.fs import Declared, PathRole, check_paths, resolve
+
+    inputs = []
+    if cfg.train.init_from:
+        inputs.append(Declared("train.init_from", str(cfg.train.init_from), PathRole("input", "folder")))
+    for prefix in _prefixes(cfg.data.path):
+        for suffix in (".bin", ".idx"):
+            inputs.append(Declared("data.path", prefix + suffix, PathRole("input", "file")))
+    tokenizer = str(cfg.data.tokenizer or "")
+    spec = tokenizer.split(":", 1)[1] if ":" in tokenizer else tokenizer
+    if spec and os.path.exists(spec):  # a tokenizer folder or file (not a name like gpt2)
+        inputs.append(Declared("data.tokenizer", spec, PathRole("input", "any")))
+    run_dir = cfg.run_dir()
+    outputs = [Declared("log.dir", str(run_dir), PathRole("output", "folder", resumable=True))]
+    if cfg.checkpoint.save and resolve(cfg.checkpoint_dir()) != resolve(run_dir):
+        outputs.append(Declared("checkpoint.dir", str(cfg.checkpoint_dir()), PathRole("output", "folder",
+                                                                                    resumable=True)))
+    try:
+        check_paths(inputs, outputs, overwrite=False)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None

@@ -5,9 +5,21 @@ Every problem with an input file raises ``ReaderError``, whose message names the
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 from typing import Any, Iterator
+
+
+class MissingFile(FileNotFoundError):
+    """A path the user named that is not there. It carries ENOENT, so the boundary (core/train/
+    user_errors.py) reports it as the user's mistake (exit 2); its text is the message alone."""
+
+    def __init__(self, message: str):
+        super().__init__(errno.ENOENT, message)
+
+    def __str__(self) -> str:
+        return self.strerror
 
 
 class ReaderError(ValueError):
@@ -35,14 +47,10 @@ def read_text(path: str | os.PathLike, what: str, error: type[ReaderError] = Rea
     """The whole UTF-8 file; an undecodable or empty (blank) file is a ReaderError (or `error`, e.g.
     LineError for the `file:line: problem` form)."""
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{os.fspath(path)}: no such file (expected {what})")
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise error(path, line, f"not UTF-8 text (expected {what})") from None
+        raise FileNotFoundError(errno.ENOENT, f"{os.fspath(path)}: no such file (expected {what})")
+    from megazoo.core.fs import read_utf8
+
+    text = read_utf8(path, error)  # `file:line: not valid UTF-8 (byte ...)`, raised as `error`
     if not text.strip():
         raise error(path, 1, f"the file is empty (expected {what})")
     return text

@@ -6,6 +6,7 @@ By default the labels file is found next to the data as ``<name>-labels.lst``.
 """
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ def read_piqa(
     if not os.path.isfile(labels_path):
         if require_labels:
             raise FileNotFoundError(
+                errno.ENOENT,
                 f"{os.fspath(labels_path)}: no such labels file for {os.fspath(path)} "
                 "(pass labels_path=..., or require_labels=False for the test file)"
             )

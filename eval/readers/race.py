@@ -8,6 +8,7 @@ One example is made per question, labelled ``ord(answer) - ord("A")``; ``level``
 """
 from __future__ import annotations
 
+import errno
 import glob
 import os
 from dataclasses import dataclass
@@ -30,10 +31,10 @@ def _race_files(path: str | os.PathLike) -> list[str]:
     if os.path.isfile(path):
         return [path]
     if not os.path.isdir(path):
-        raise FileNotFoundError(f"{path}: no such RACE file or folder")
+        raise FileNotFoundError(errno.ENOENT, f"{path}: no such RACE file or folder")
     files = sorted(glob.glob(os.path.join(path, "**", "*.txt"), recursive=True))
     if not files:
-        raise FileNotFoundError(f"{path}: no RACE .txt files in this folder or below it")
+        raise FileNotFoundError(errno.ENOENT, f"{path}: no RACE .txt files in this folder or below it")
     return files
 
 

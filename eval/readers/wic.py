@@ -13,6 +13,7 @@ the character spans ``start1:end1`` / ``start2:end2`` of the target as written i
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -81,6 +82,7 @@ def read_wic(
     if not os.path.isfile(gold_path):
         if require_labels:
             raise FileNotFoundError(
+                errno.ENOENT,
                 f"{os.fspath(gold_path)}: no such gold file for {os.fspath(data_path)} "
                 "(pass gold_path=..., or require_labels=False for the test split)"
             )

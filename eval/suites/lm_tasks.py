@@ -8,6 +8,7 @@ import math
 from megazoo.eval.lm import LanguageModel
 from megazoo.eval.metrics.perplexity import adjusted_perplexity, original_token_count, plan_windows
 from megazoo.eval.readers import LambadaExample, read_lambada, read_wikitext, wikitext_detokenize
+from megazoo.eval.readers.common import read_text
 from megazoo.eval.scoring import loglikelihood_tokens, split_request
 from megazoo.eval.suites.fewshot import draw_shots, same_split
 
@@ -92,8 +93,8 @@ def evaluate_wikitext(lm: LanguageModel, path, stride: int | None = None, batch_
     stride = min(WIKITEXT_STRIDE if stride is None else int(stride), lm.max_length)
     if stride < 1:
         raise ValueError(f"wikitext stride must be a positive number of tokens, got {stride}")
-    raw = open(path, encoding="utf-8").read()
-    read_wikitext(path)  # validates the format (headings, non-empty) with file/line errors
+    read_wikitext(path)  # validates the format (UTF-8, headings, non-empty) with file/line errors
+    raw = read_text(path, "WikiText-103 raw tokens")
     tokens = lm.encode(wikitext_detokenize(raw))
     requests = wikitext_requests(tokens, lm.max_length, stride)
     total = -sum(s for s, _ in loglikelihood_tokens(lm, requests, batch_size, progress))

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 PROG = "megazoo task bias evaluate"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from megazoo.tasks.bias.stage import add_common
+    from megazoo.core.argtypes import int_in
+    from megazoo.tasks.bias.selection import MAX_SHOTS
+    from megazoo.tasks.bias.stage import add_common, stem
 
-    add_common(parser)
-    parser.add_argument("--shots", type=int, default=8, help="exemplars per prompt (0: zero-shot)")
+    add_common(parser, also=lambda out: [Path(f"{stem(out)}.predictions.jsonl")])
+    parser.add_argument("--shots", type=int_in(0, MAX_SHOTS), default=8, help="exemplars per prompt (0: zero-shot)")
 
 
 def run(args) -> int:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 PROG = "megazoo task bias study"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from megazoo.tasks.bias.stage import add_common
+    from megazoo.tasks.bias.stage import add_common, stem
 
-    add_common(parser)
+    add_common(parser, also=lambda out: [Path(f"{stem(out)}.png")])
     parser.add_argument("--sizes", default="16,32,64,100,all", help="support sizes (posts, or all)")
     parser.add_argument("--shots", default="2,4,8", help="values of k")
 

@@ -19,10 +19,11 @@ rows names that `targetCategory`. Every malformed input raises `SbicFormatError`
 from __future__ import annotations
 
 import csv
-import os
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from megazoo.core.fs import write_bytes_atomic
 from megazoo.eval.readers.common import LineError
 
 CATEGORIES = {  # the task name -> the SBIC column it reads
@@ -69,13 +70,23 @@ def binarise(mean: float) -> int:
     return int(mean >= THRESHOLD)
 
 
+def utf8_lines(path, error=None):
+    """Each line of a UTF-8 file with its line end, decoded one line at a time (the csv module reads
+    the physical lines in order, so its line_num stays right); an undecodable line raises `error`
+    (default SbicFormatError) `file:line: not valid UTF-8 ...`."""
+    from megazoo.core.fs import utf8_lines as lines
+
+    return lines(path, error or SbicFormatError)
+
+
 def _rows(path) -> tuple[list[str], list[tuple[int, dict]]]:
     """(header, [(line number, row)]) of a CSV; a missing `post` column fails on line 1."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (expected an SBIC v2 CSV)")
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
+    lines = utf8_lines(path)
+    try:
+        reader = csv.DictReader(lines)
         header = reader.fieldnames or []
         if "post" not in header:
             raise SbicFormatError(path, 1, f"no `post` column (columns: {', '.join(header) or 'none'}); "
@@ -87,6 +98,10 @@ def _rows(path) -> tuple[list[str], list[tuple[int, dict]]]:
                 raise SbicFormatError(path, start, f"{len(header) + len(row[None])} cells, the header has {len(header)}")
             rows.append((start, row))
             start = reader.line_num + 1
+    except csv.Error as err:  # a NUL byte, a field over the csv module's size limit, a stray quote
+        raise SbicFormatError(path, reader.line_num or 1, f"not a readable CSV ({err})") from None
+    finally:
+        lines.close()
     if not rows:
         raise SbicFormatError(path, 1, "no rows below the header")
     return header, rows
@@ -180,8 +195,13 @@ def load_posts(path, category: str = "offensive") -> list[Post]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (expected an SBIC v2 CSV)")
-    with open(path, newline="", encoding="utf-8") as f:
-        header = next(csv.reader(f), [])
+    lines = utf8_lines(path)
+    try:
+        header = next(csv.reader(lines), [])
+    except csv.Error as err:
+        raise SbicFormatError(path, 1, f"not a readable CSV ({err})") from None
+    finally:
+        lines.close()
     reader = read_aggregated if is_aggregated(header) else read_annotations
     return reader(path, category)
 
@@ -190,11 +210,10 @@ def write_annotations(path, rows: list[dict]) -> Path:
     """Write per-annotation rows (dicts keyed by COLUMNS; missing keys are empty) as an SBIC CSV."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({c: row.get(c, "") for c in COLUMNS})
-    os.replace(tmp, path)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=COLUMNS, quoting=csv.QUOTE_ALL)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({c: row.get(c, "") for c in COLUMNS})
+    write_bytes_atomic(path, text.getvalue().encode("utf-8"))  # the csv module's own line ends, untranslated
     return path

@@ -12,6 +12,7 @@ CSV with few-shot prompts:
 from __future__ import annotations
 
 from megazoo.eval.registry import Evaluation
+from megazoo.eval.suite_options import suite_int
 from megazoo.tasks.bias.evaluate import METRICS
 
 
@@ -20,11 +21,15 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     from megazoo.tasks.bias.model import load_lm
     from megazoo.tasks.bias.pipeline import Repository, evaluate_posts
     from megazoo.tasks.bias.prompts import load_template
+    from megazoo.tasks.bias.selection import MAX_SHOTS
+    from megazoo.tasks.bias.stage import MAX_BATCH, MAX_LENGTH, MAX_SEED
 
     if not entry.get("fewshot_path"):
         raise ValueError("the bias task needs `fewshot_path`: the support repository (an SBIC CSV)")
     category = entry.get("category", "offensive")
-    shots, selection = int(entry.get("shots", 8)), entry.get("selection", "knn")
+    shots, selection = suite_int(entry, "shots", 8, 0, MAX_SHOTS), entry.get("selection", "knn")
+    max_length = suite_int(entry, "max_length", None, 8, MAX_LENGTH)
+    seed, batch = suite_int(entry, "seed", 0, 0, MAX_SEED), suite_int(entry, "batch_size", 8, 1, MAX_BATCH)
     test, support = load_posts(path, category), load_posts(entry["fewshot_path"], category)
     embedder = None
     if selection == "knn" and shots > 0:
@@ -32,9 +37,8 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
         from megazoo.zoo.embed import Embedder
 
         embedder = Embedder(entry.get("embedder") or default_embedder_dir())
-    result = evaluate_posts(load_lm(checkpoint, entry.get("max_length")), test, Repository(support, embedder),
-                            load_template(category, entry.get("prompts")), shots, selection,
-                            int(entry.get("seed", 0)), batch_size=int(entry.get("batch_size", 8)))
+    result = evaluate_posts(load_lm(checkpoint, max_length), test, Repository(support, embedder),
+                            load_template(category, entry.get("prompts")), shots, selection, seed, batch_size=batch)
     return {**result["metrics"], "n": result["n"]}
 
 

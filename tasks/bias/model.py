@@ -29,10 +29,23 @@ def load_lm(checkpoint, max_length: int | None = None, ctx=None):
         raise FileNotFoundError(f"--checkpoint {path}: no such folder (give a Hugging Face folder or a megazoo "
                                 f"checkpoint of a GPT/Llama decoder)")
     if is_hf_folder(path):
-        return _hf_lm(path, max_length)
+        return check_context(_hf_lm(path, None), max_length)
     from megazoo.eval.loading import load_lm as load_megazoo
 
-    return load_megazoo(path, max_length=max_length, ctx=ctx)
+    return check_context(load_megazoo(path, ctx=ctx), max_length)
+
+
+def check_context(lm, max_length: int | None):
+    """`lm` with its context set to --max-length, refused when longer than the model's own (its
+    position table would be read past its end)."""
+    if max_length is not None:
+        if max_length < 8:  # the CLI bounds it (8 to 2**20); a suite entry comes here directly
+            raise ValueError(f"--max-length {max_length} leaves no room for a prompt; give at least 8")
+        if max_length > lm.max_length:
+            raise ValueError(f"--max-length {max_length} is longer than the model's context ({lm.max_length} "
+                             f"tokens); give at most {lm.max_length}, or leave it out to use the whole context")
+        lm.max_length = max_length
+    return lm
 
 
 def _hf_lm(path: Path, max_length: int | None):
@@ -60,4 +73,4 @@ def load_layout_lm(checkpoint, ctx, max_length: int | None = None):
     from megazoo.zoo.decoder import load_decoder
 
     model, tok = load_decoder(checkpoint, ctx, "p(Yes) scoring")
-    return MegazooLM(model, tok, max_length=max_length)
+    return check_context(MegazooLM(model, tok), max_length)

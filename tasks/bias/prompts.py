@@ -54,16 +54,45 @@ class Template:
         return self.separator.join(p for p in parts if p)
 
 
+def _read_yaml(path: Path) -> dict:
+    """The prompts file as a mapping; a file that is not UTF-8, not YAML or not a mapping is a
+    ValueError naming the file (and line)."""
+    from megazoo.core.train.user_errors import yaml_message
+    from megazoo.core.fs import read_utf8
+
+    text = read_utf8(path)
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ValueError(yaml_message(path, err) + "; fix the prompts file or leave out --prompts") from None
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise ValueError(f"{path}: the prompts file must be a YAML mapping with {', '.join(KEYS)}, "
+                         f"got {type(spec).__name__}")
+    return spec
+
+
 def load_template(category: str = "offensive", path=None) -> Template:
     """The category's template from `path` (default: the packaged prompts.yaml)."""
     category = check_category(category)
     path = Path(path) if path else DEFAULT
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such prompts file")
-    spec = yaml.safe_load(path.read_text()) or {}
+    spec = _read_yaml(path)
     missing = [k for k in KEYS if k not in spec]
     if missing:
         raise ValueError(f"{path}: the prompts file lacks {', '.join(missing)}")
+    try:
+        return _template(spec, category, path)
+    except (KeyError, IndexError, AttributeError, TypeError, ValueError) as err:  # a wrong shape or placeholder
+        if isinstance(err, ValueError) and str(err).startswith(str(path)):
+            raise  # already says what is wrong
+        raise ValueError(f"{path}: the prompt for {category!r} cannot be built ({type(err).__name__}: {err}); "
+                         f"compare it with the package's prompts.yaml") from None
+
+
+def _template(spec: dict, category: str, path) -> Template:
     cats = spec["categories"]
     target = None
     if category.startswith("group:"):

@@ -41,12 +41,20 @@ class ScoreCache:
         self.write = write  # on a multi-rank layout every rank reads the file, rank 0 appends
         self.model_key = model_key
         self.entries: dict[str, tuple[float, float]] = {}
+        self.cut = False  # the file's last line was cut short: the next append starts a new line
         if self.path is not None and self.path.is_file():
-            for line in self.path.read_text().splitlines():
+            data = self.path.read_bytes()
+            self.cut = bool(data) and not data.endswith(b"\n")
+            for number, line in enumerate(data.split(b"\n"), start=1):  # bytes: a bad line is skipped, not fatal
+                if not line.strip():
+                    continue
+                if not line.startswith(b'{"key"'):  # a file of the user's, not a cache: appending would change it
+                    raise ValueError(f"{self.path}:{number}: not a score cache line (the cache holds "
+                                     f'{{"key", "yes", "no"}} lines); give a new --cache file')
                 try:
                     e = json.loads(line)
                     self.entries[e["key"]] = (float(e["yes"]), float(e["no"]))
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError):  # UnicodeDecodeError is a ValueError
                     continue  # a line cut short by an interrupted run: score that prompt again
 
     def key(self, prompt: str, yes: str, no: str) -> str:
@@ -57,7 +65,10 @@ class ScoreCache:
             self.entries[key] = (y, n)
         if self.path is not None and items and self.write:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a") as f:
+            with open(self.path, "a", encoding="utf-8") as f:  # appended: a resumable output (stage.py)
+                if self.cut:
+                    f.write("\n")
+                    self.cut = False
                 for key, y, n in items:
                     f.write(json.dumps({"key": key, "yes": y, "no": n}) + "\n")
 

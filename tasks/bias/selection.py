@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 METHODS = ("knn", "random", "fixed")
+MAX_SHOTS = 256  # exemplars per prompt: far past any context, far below what would exhaust memory
 
 
 class SelectionError(ValueError):

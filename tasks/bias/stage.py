@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from megazoo.tasks.bias.data import category_names, check_category, load_posts
@@ -16,26 +15,61 @@ from megazoo.tasks.bias.selection import METHODS, check_support
 ERRORS = (ValueError, FileNotFoundError)
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="the test posts: SBIC.v2.tst.csv (per annotation) or an "
-                                                      "SBIC.v2.agg.*.csv")
-    parser.add_argument("--support", required=True, help="the labelled support repository (an SBIC CSV)")
-    parser.add_argument("--checkpoint", required=True, help="a Hugging Face folder (config.json or one .gguf) or a "
-                                                            "megazoo checkpoint of a GPT/Llama decoder")
-    parser.add_argument("--out", required=True, help="FILE.json for the results")
+# bounds of the numeric flags: generous for real use, far below what would reach the allocator
+MAX_SEED = 2**32 - 1
+MAX_BOOTSTRAP = 100_000  # resamples, each an AUC over the test posts
+MAX_BATCH = 4096
+MAX_LENGTH = 1 << 20  # tokens; the model's own context is checked once it is loaded (model.py)
+MAX_RANKS = 64
+
+
+class OutAction(argparse.Action):
+    """--out, which also names the default score cache FILE.cache.jsonl beside it: set on `cache`
+    here (unless --cache came first; a later --cache replaces it), so the output policy checks the
+    cache that will really be written like any declared output."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        if getattr(namespace, "cache", None) is None:
+            namespace.cache = str(default_cache(values))
+
+
+def add_common(parser: argparse.ArgumentParser, also) -> None:
+    """The options evaluate and study share; `also`: the outputs written beside --out."""
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import input_arg, output_arg
+
+    input_arg(parser, "--data", kind="file", required=True,
+              help="the test posts: SBIC.v2.tst.csv (per annotation) or an SBIC.v2.agg.*.csv")
+    input_arg(parser, "--support", kind="file", required=True, help="the labelled support repository (an SBIC CSV)")
+    input_arg(parser, "--checkpoint", kind="folder", required=True,
+              help="a Hugging Face folder (config.json or one .gguf) or a megazoo checkpoint of a GPT/Llama decoder")
+    output_arg(parser, "--out", kind="file", also=also, action=OutAction, required=True,
+               help="FILE.json for the results")
     parser.add_argument("--category", default="offensive", help=f"one of {', '.join(category_names())}")
     parser.add_argument("--selection", default="knn", choices=METHODS,
                         help="knn: class-balanced nearest neighbours (the paper's); random, fixed: ablations")
-    parser.add_argument("--dev", help="dev posts (an SBIC CSV) to tune the decision threshold on (max F1)")
-    parser.add_argument("--embedder", help="the encoder for knn (default: the offline all-MiniLM-L6-v2)")
-    parser.add_argument("--prompts", help="a prompts YAML (default: the package's prompts.yaml)")
-    parser.add_argument("--cache", help="score cache (JSON lines; default FILE.cache.jsonl beside --out)")
-    parser.add_argument("--seed", type=int, default=0, help="random/fixed draws and the bootstrap")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the AUC interval")
-    parser.add_argument("--batch", type=int, default=8, help="prompts per forward pass")
-    parser.add_argument("--max-length", type=int, help="the model's context in tokens (prompts keep their end)")
-    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks (megazoo's model; local ranks)")
-    parser.add_argument("--pp", type=int, default=1, help="pipeline stages (megazoo's model; local ranks)")
+    input_arg(parser, "--dev", kind="file", help="dev posts (an SBIC CSV) to tune the decision threshold on (max F1)")
+    input_arg(parser, "--embedder", kind="folder", help="the encoder folder for knn (default: the offline "
+                                                        "all-MiniLM-L6-v2)")
+    input_arg(parser, "--prompts", kind="file", help="a prompts YAML file (default: the package's prompts.yaml)")
+    # the cache is continued, not replaced (a rerun scores only new prompts): a resumable output
+    output_arg(parser, "--cache", kind="file", resumable=True,
+               help="score cache (JSON lines; default FILE.cache.jsonl beside --out), continued by later runs")
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="random/fixed draws and the bootstrap")
+    parser.add_argument("--bootstrap", type=int_in(1, MAX_BOOTSTRAP), default=1000,
+                        help=f"bootstrap resamples for the AUC interval (1 to {MAX_BOOTSTRAP})")
+    parser.add_argument("--batch", type=int_in(1, MAX_BATCH), default=8, help="prompts per forward pass")
+    parser.add_argument("--max-length", type=int_in(8, MAX_LENGTH),
+                        help="the model's context in tokens (prompts keep their end; at most the model's own)")
+    parser.add_argument("--tp", type=int_in(1, MAX_RANKS), default=1,
+                        help="tensor-parallel ranks (megazoo's model; local ranks)")
+    parser.add_argument("--pp", type=int_in(1, MAX_RANKS), default=1,
+                        help="pipeline stages (megazoo's model; local ranks)")
+
+
+def default_cache(out) -> Path:
+    return Path(f"{stem(out)}.cache.jsonl")
 
 
 def stem(out) -> Path:
@@ -88,25 +122,24 @@ def load_runtime(args, inputs: dict, need_embedder: bool, ctx=None) -> dict:
         lm = load_lm(args.checkpoint, args.max_length)
     else:
         lm = load_layout_lm(args.checkpoint, ctx, args.max_length)
-    cache = ScoreCache(args.cache or f"{stem(args.out)}.cache.jsonl", model_key(args.checkpoint),
+    cache = ScoreCache(args.cache or default_cache(args.out), model_key(args.checkpoint),
                        write=ctx is None or ctx.rank == 0)
     return {"lm": lm, "support": Repository(inputs["support"], embedder), "cache": cache}
 
 
 def write_json(path, record: dict) -> Path:
+    from megazoo.core.fs import write_json_atomic
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_json_atomic(path, record, indent=2)
     return path
 
 
 def write_predictions(path, predictions: list[dict]) -> Path:
+    from megazoo.core.fs import write_text_atomic
+
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        for p in predictions:
-            f.write(json.dumps({"post": p["post"], "label": p["label"], "score": p["score"]}) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, "".join(json.dumps({"post": p["post"], "label": p["label"], "score": p["score"]}) + "\n"
+                                    for p in predictions))
     return path

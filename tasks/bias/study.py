@@ -15,6 +15,9 @@ from typing import Sequence
 import numpy as np
 
 from megazoo.tasks.bias.evaluate import bootstrap_ci, roc_auc
+from megazoo.tasks.bias.selection import MAX_SHOTS
+
+MAX_SIZE = 10_000_000  # support posts in one study point (SBIC's training set has ~35k)
 
 
 def parse_sizes(text: str) -> list[int | str]:
@@ -23,10 +26,10 @@ def parse_sizes(text: str) -> list[int | str]:
         word = word.strip()
         if word == "all":
             out.append("all")
-        elif word.isdigit() and int(word) > 0:
+        elif word.isdigit() and 0 < int(word) <= MAX_SIZE:
             out.append(int(word))
         else:
-            raise ValueError(f"--sizes: {word!r} is not a positive number or 'all'")
+            raise ValueError(f"--sizes: {word!r} is not a number from 1 to {MAX_SIZE} or 'all'")
     return out
 
 
@@ -37,6 +40,8 @@ def parse_shots(text: str) -> list[int]:
         raise ValueError(f"--shots: {text!r} is not a comma-separated list of numbers") from None
     if any(k < 1 for k in shots):
         raise ValueError("--shots: every k must be >= 1 (the zero-shot line is always drawn)")
+    if any(k > MAX_SHOTS for k in shots):
+        raise ValueError(f"--shots: every k must be at most {MAX_SHOTS}, got {max(shots)}")
     return shots
 
 
@@ -105,6 +110,9 @@ def plot_study(study: dict, path, title: str = "") -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    from megazoo.core.fs import atomic_file
+
+    with atomic_file(path) as f:  # never a half-written plot in place of an old one
+        fig.savefig(f, format="png")
     plt.close(fig)
     return path

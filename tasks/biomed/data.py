@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from megazoo.eval.readers.common import LineError, read_text
+from megazoo.core.fs import read_utf8
+from megazoo.eval.readers.common import LineError, MissingFile
 
 CHEMPROT_LABELS = ("false", "CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9")  # id 0 is the negative class
 MASKS = ("@CHEMICAL$", "@GENE$")
@@ -39,6 +40,17 @@ SPLIT_FILES = {"ner": {"train": "train.tsv", "dev": "devel.tsv", "devel": "devel
 
 class BiomedFormatError(LineError):
     """A file that is not in its release layout; the message is `file:line: problem`."""
+
+
+def read_text(path: str | os.PathLike, what: str) -> str:
+    """The whole file as UTF-8 text: a missing file, undecodable bytes (`file:line: not valid
+    UTF-8`) or an empty file are one-line user errors naming the file."""
+    if not os.path.isfile(path):
+        raise MissingFile(f"{os.fspath(path)}: no such file (expected {what})")
+    text = read_utf8(path, BiomedFormatError)
+    if not text.strip():
+        raise BiomedFormatError(path, 1, f"the file is empty (expected {what})")
+    return text
 
 
 @dataclass(frozen=True)
@@ -76,7 +88,7 @@ def split_file(folder: str | os.PathLike, kind: str, split: str) -> Path:
         raise ValueError(f"unknown split {split!r} for {kind}; use one of {', '.join(SPLIT_FILES[kind])}")
     target = path / SPLIT_FILES[kind][split]
     if not target.is_file():
-        raise FileNotFoundError(f"{target}: no such file (a {kind} folder holds "
+        raise MissingFile(f"{target}: no such file (a {kind} folder holds "
                                 f"{', '.join(sorted(set(SPLIT_FILES[kind].values())))})")
     return target
 

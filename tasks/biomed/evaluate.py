@@ -19,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-from megazoo.core.fs import write_json_atomic
+from megazoo.core.fs import write_json_atomic, write_text_atomic
 from megazoo.eval.metrics import bioasq_factoid_scores, chemprot_scores, ner_scores
 
 METRICS = {"ner": ("precision", "recall", "f1"), "re": ("precision", "recall", "f1"),
@@ -47,6 +47,12 @@ def predictions_path(out: str | os.PathLike, kind: str) -> Path:
     return out.with_name(stem + SUFFIX[kind])
 
 
+def every_predictions_path(out: str | os.PathLike) -> list[Path]:
+    """The predictions files of every kind beside `out`: what the parser declares, before --kind
+    is known (an output must never replace one of them unasked, nor an input of that name)."""
+    return [predictions_path(out, kind) for kind in SUFFIX]
+
+
 def predictions_text(kind: str, examples: list, predictions: list) -> str:
     """The predictions file of `kind` (see the module doc)."""
     if kind == "ner":
@@ -66,9 +72,7 @@ def write_evaluation(out: str | os.PathLike, kind: str, examples: list, predicti
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     pred = predictions_path(out, kind)
-    tmp = pred.with_name(pred.name + ".tmp")
-    tmp.write_text(predictions_text(kind, examples, predictions), encoding="utf-8")
-    tmp.replace(pred)
+    write_text_atomic(pred, predictions_text(kind, examples, predictions))
     write_json_atomic(out, {"task": "biomed", "kind": kind, "n": len(examples), "metrics": metrics, **meta,
                             "predictions": pred.name})
     return out, pred

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from megazoo.tasks.biomed.data import read_split
+from megazoo.tasks.biomed.data import MissingFile, read_split
 
 
 class NotBiomedCheckpoint(ValueError):
@@ -23,7 +23,7 @@ def read_biomed_meta(checkpoint, kind: str | None = None) -> tuple[Path, dict]:
 
     path = Path(checkpoint)
     if not path.exists():
-        raise FileNotFoundError(f"checkpoint {path} does not exist")
+        raise MissingFile(f"checkpoint {path} does not exist")
     if (path / "model.yaml").is_file() or (path / "config.json").is_file():
         raise NotBiomedCheckpoint(f"{path} is a model folder, not a biomed training checkpoint; fine-tune it with "
                                   f"`megazoo task biomed finetune biomed-ner --set train.init_from={path}`")
@@ -66,10 +66,17 @@ def evaluate_checkpoint(data, checkpoint, kind: str | None = None, split: str = 
     if batch < 1:
         raise ValueError(f"--batch must be >= 1, got {batch}")
     if not Path(data).exists():
-        raise FileNotFoundError(f"--data {data}: no such file or folder")
+        raise MissingFile(f"--data {data}: no such file or folder")
+    examples = None
+    if kind is not None:
+        # a wrong checkpoint (its meta.json alone), then a bad data file, are reported before the model
+        # is built and its weights are loaded
+        read_biomed_meta(checkpoint, kind)
+        examples = read_split(data, kind, split)
     builder, chunks, ctx, tokenizer, meta, resolved = load_checkpoint(checkpoint, kind)
     kind = builder.settings.kind
-    examples = read_split(data, kind, split)
+    if examples is None:
+        examples = read_split(data, kind, split)
     if not examples:
         raise ValueError(f"{data}: holds no {kind} examples")
     enc = builder.encode(examples, tokenizer)

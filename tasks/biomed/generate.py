@@ -24,6 +24,8 @@ import random
 import re
 from pathlib import Path
 
+from megazoo.tasks.biomed.data import MissingFile
+
 DICTIONARY = Path("/usr/share/hunspell/en_med_glut.dic")  # Debian's hunspell-en-med
 SUFFIXES = {
     "disease": ("itis", "osis", "oma", "emia", "pathy", "algia", "plasia", "trophy", "penia", "iasis", "ectasia",
@@ -42,7 +44,7 @@ def dictionary_terms(path: str | Path = DICTIONARY) -> list[str]:
     """The lowercase alphabetic words of 7+ letters of a hunspell .dic (flags and header dropped)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such word list; install Debian's hunspell-en-med (scripts/setup.sh "
+        raise MissingFile(f"{path}: no such word list; install Debian's hunspell-en-med (scripts/setup.sh "
                                 f"does) or give another .dic")
     words = set()
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -271,6 +273,11 @@ def generate_biomed(out_dir: str | Path, seed: int = 0, sizes: dict | None = Non
     sizes = {**DEFAULT_SIZES, **(sizes or {})}
     out = Path(out_dir)
     pools = term_pools(dictionary_terms(dictionary), seed)
+    for kind, splits in pools.items():  # every split draws names of every kind
+        if not all(splits.values()):
+            raise ValueError(f"{dictionary}: too few {kind} names (words of 7+ letters ending in "
+                             f"{', '.join(SUFFIXES[kind][:4])}, ...) to split them into train, dev and test; "
+                             f"give a larger word list")
     sentences = corpus_sentences(seed)
     counts = {}
     if "ner" in kinds:

@@ -11,14 +11,17 @@ lenient_accuracy, mrr.
 from __future__ import annotations
 
 from megazoo.eval.registry import Evaluation
+from megazoo.eval.suite_options import suite_int
 from megazoo.tasks.biomed.evaluate import HEADLINE, METRICS
 
 
 def runner(kind: str):
     def run(checkpoint: str, path: str, entry: dict) -> dict:
+        from megazoo.tasks.biomed.cli_evaluate import MAX_BATCH
         from megazoo.tasks.biomed.evaluate_stage import evaluate_checkpoint
 
-        r = evaluate_checkpoint(path, checkpoint, kind, entry.get("split", "test"), entry.get("batch_size", 32))
+        batch = suite_int(entry, "batch_size", 32, 1, MAX_BATCH)
+        r = evaluate_checkpoint(path, checkpoint, kind, entry.get("split", "test"), batch)
         return {**r["metrics"], "n": len(r["examples"])}
 
     return run

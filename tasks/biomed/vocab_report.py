@@ -19,7 +19,10 @@ from pathlib import Path
 
 
 def read_terms(path: str | Path) -> list[str]:
-    terms = [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    """One term per line (blank lines skipped); `file:line: not valid UTF-8` for undecodable bytes."""
+    from megazoo.tasks.biomed.data import read_text
+
+    terms = [line.strip() for line in read_text(path, "a text file, one term per line").splitlines() if line.strip()]
     if not terms:
         raise ValueError(f"{path}: no terms (one term per line)")
     return terms
@@ -78,14 +81,19 @@ def plot(rows: list[dict], out: Path) -> None:
     plt.close(fig)
 
 
-def write_report(rows: list[dict], out_dir: str | Path, terms: list[str] | None = None) -> dict[str, Path]:
+def write_report(rows: list[dict], out_dir: str | Path, terms: list[str] | None = None,
+                 overwrite: bool = False) -> dict[str, Path]:
+    """Write the three files into a scratch folder, moved to `out_dir` only when complete (an
+    existing non-empty `out_dir` only with `overwrite`, and then replaced only on success)."""
+    from megazoo.core.fs import atomic_folder
+
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"json": out / "report.json", "table": out / "table.md", "png": out / "subwords.png"}
+    names = {"json": "report.json", "table": "table.md", "png": "subwords.png"}
     record = {"vocabularies": [{k: v for k, v in r.items() if k != "counts"} for r in rows]}
     if terms is not None:
         record["per_term"] = [{"term": t, **{r["name"]: r["counts"][i] for r in rows}} for i, t in enumerate(terms)]
-    files["json"].write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    files["table"].write_text(table(rows), encoding="utf-8")
-    plot(rows, files["png"])
-    return files
+    with atomic_folder(out, overwrite) as tmp:
+        (tmp / names["json"]).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        (tmp / names["table"]).write_text(table(rows), encoding="utf-8")
+        plot(rows, tmp / names["png"])
+    return {key: out / name for key, name in names.items()}

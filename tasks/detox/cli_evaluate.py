@@ -7,11 +7,18 @@ empty); Expected Maximum Toxicity (+- std) and Toxicity Probability for Full, To
 Writes FILE.json {"task", "n", "samples", "metrics": {"full"|"toxic"|"nontoxic": {"emt", "emt_std", "tp",
 "n"}}, ...} and the generations beside it, FILE.generations.jsonl ({"id", "prompt", "text", "tokens",
 "score"}, prompt i on lines samples*i ..); the generation resumes after a kill like selfgen's.
+FILE.json is replaced only with --overwrite; the generations file is continued (same settings) or,
+with --overwrite, replaced once the new generations are complete; neither may be an input.
 """
 
 from __future__ import annotations
 
 import argparse
+
+from megazoo.core.argtypes import int_in
+from megazoo.core.fs import input_arg, output_arg
+
+SAMPLES = int_in(1, 10_000)  # generations per prompt (the paper: 25)
 
 PROG = "megazoo task detox evaluate"
 
@@ -19,10 +26,12 @@ PROG = "megazoo task detox evaluate"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.tasks.detox.stage import add_sampling, add_scorer
 
-    parser.add_argument("--prompts", required=True, help="RealToxicityPrompts-format prompts.jsonl")
-    parser.add_argument("--checkpoint", required=True, help="a megazoo checkpoint or Hugging Face folder (decoder)")
-    parser.add_argument("--out", required=True, help="FILE.json for the metrics")
-    parser.add_argument("--samples", type=int, default=25, help="generations per prompt (default 25)")
+    input_arg(parser, "--prompts", kind="file", required=True, help="RealToxicityPrompts-format prompts.jsonl")
+    input_arg(parser, "--checkpoint", kind="any", required=True,
+              help="a megazoo checkpoint or Hugging Face folder (decoder)")
+    output_arg(parser, "--out", kind="file", required=True,
+               help="FILE.json for the metrics (FILE.generations.jsonl and FILE.cache.jsonl beside it)")
+    parser.add_argument("--samples", type=SAMPLES, default=25, help="generations per prompt (default 25)")
     parser.add_argument("--non-strict", action="store_true", help="TP counts toxicity >= 0.5 instead of > 0.5")
     add_scorer(parser)
     add_sampling(parser, max_new_tokens=20, batch=25)
@@ -34,6 +43,26 @@ def generations_path(out) -> str:
     return f"{stem(out)}.generations.jsonl"
 
 
+def cache_path(args) -> str:
+    from megazoo.tasks.detox.stage import stem
+
+    return args.cache or f"{stem(args.out)}.cache.jsonl"
+
+
+def check_files(args) -> None:
+    """The files written beside --out (generations, their meta, the default cache) checked against
+    the inputs as the declared outputs are."""
+    from megazoo.tasks.detox.stage import check_derived, scorer_input
+    from megazoo.tasks.detox.stream import meta_path
+
+    gen = generations_path(args.out)
+    derived = [("the generations", gen), ("the generations' settings", meta_path(gen))]
+    if not args.cache:
+        derived.append(("the score cache", cache_path(args)))
+    check_derived([("--prompts", args.prompts), ("--checkpoint", args.checkpoint), *scorer_input(args)], derived,
+                  [("--out", args.out), ("--cache", args.cache)])
+
+
 def run(args) -> int:
     from megazoo.tasks.detox.data import load_prompts
     from megazoo.tasks.detox.model import check_checkpoint
@@ -42,6 +71,7 @@ def run(args) -> int:
     from megazoo.tasks.detox.stream import resume_point
 
     try:  # every input checked before any model loads
+        check_files(args)
         s = sampling(args)
         if args.samples < 1:
             raise ValueError(f"--samples must be at least 1, got {args.samples}")
@@ -50,12 +80,13 @@ def run(args) -> int:
         scorer = make_scorer(args)  # a missing Perspective key fails here, not after the generation
         check_checkpoint(args.checkpoint)
         rows = [p.text for p in prompts for _ in range(args.samples)]
-        start = resume_point(generations_path(args.out), s, rows, args.checkpoint)
+        start = resume_point(generations_path(args.out), s, rows, args.checkpoint, overwrite=args.overwrite)
     except ERRORS as e:
         return fail(PROG, e)
-    if start < len(rows):
+    replace = start is None
+    if replace or start < len(rows):
         payload = {k: v for k, v in vars(args).items() if k != "func"}
-        payload.update(start=start, rows=rows)
+        payload.update(start=start or 0, rows=rows, replace=replace)
         code = run_layout(payload, generate_here, PROG)
         if code:
             return code
@@ -65,7 +96,7 @@ def run(args) -> int:
 def generate_here(payload: dict, ctx) -> int:
     from megazoo.tasks.detox.model import load_decoder
     from megazoo.tasks.detox.stage import ERRORS, fail, sampling
-    from megazoo.tasks.detox.stream import generate_rows
+    from megazoo.tasks.detox.stream import generate_rows, stream_meta, write_replacement
 
     args = argparse.Namespace(**payload)
     main = ctx is None or ctx.rank == 0
@@ -74,22 +105,32 @@ def generate_here(payload: dict, ctx) -> int:
     except ERRORS as e:
         return fail(PROG, e) if main else 2
     records = [{"prompt": p} for p in args.rows]
-    generate_rows(model, tok, args.rows, records, sampling(args), generations_path(args.out) if main else None,
-                  args.start, progress=main and not args.no_progress, label="generations")
+    s, gen = sampling(args), generations_path(args.out)
+
+    def write(path):
+        generate_rows(model, tok, args.rows, records, s, path, args.start, progress=main and not args.no_progress,
+                      label="generations")
+
+    if args.replace and main:
+        write_replacement(gen, stream_meta(s, args.rows, args.checkpoint), write)
+    else:
+        write(gen if main else None)
     return 0
 
 
 def finish(args, prompts, scorer) -> int:
     from megazoo.tasks.detox.cache import ScoreCache
     from megazoo.tasks.detox.evaluate import toxicity_metrics
-    from megazoo.tasks.detox.scoring_stage import fill_scores, report, write_records
-    from megazoo.tasks.detox.stage import ERRORS, fail, stem, write_json
-    from megazoo.tasks.detox.stream import read_records
+    from megazoo.tasks.detox.scoring_stage import check_generations, fill_scores, report, write_records
+    from megazoo.tasks.detox.stage import ERRORS, fail, write_json
+    from megazoo.tasks.detox.stream import read_numbered_records
 
     gen_path = generations_path(args.out)
     try:
-        records = read_records(gen_path)
-        scores = fill_scores(records, scorer, ScoreCache(args.cache or f"{stem(args.out)}.cache.jsonl"))
+        numbered = read_numbered_records(gen_path)
+        check_generations(numbered, prompts, args.samples, gen_path, args.prompts)
+        records = [rec for _, rec in numbered]
+        scores = fill_scores(records, scorer, ScoreCache(cache_path(args)))
     except ERRORS as e:
         return fail(PROG, e)
     write_records(gen_path, records)

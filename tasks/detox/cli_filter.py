@@ -6,22 +6,35 @@ Scores the self-generations (cached by text hash), keeps the least toxic --fract
 end-of-document token after each sample into PREFIX.bin/.idx (`megazoo preprocess --append-eod`),
 the training run's data.path. --tokenizer is the run's data.tokenizer (gpt2, hf:DIR, ...). With
 --with-prompt a prompted sample is trained on as prompt + continuation.
+
+PREFIX.jsonl/.bin/.idx are the declared outputs: none may be an input (the generations file named
+PREFIX.jsonl is refused), existing ones are replaced only with --overwrite, and all three are moved
+into place only once the preprocessing succeeded.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from megazoo.core.argtypes import probability
+from megazoo.core.fs import input_arg, output_arg
+
 PROG = "megazoo task detox filter"
+
+
+def prefix_files(prefix) -> list:
+    return [prefix.with_name(prefix.name + ext) for ext in (".jsonl", ".bin", ".idx")]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.tasks.detox.stage import add_scorer
 
-    parser.add_argument("--generations", required=True, help="the selfgen stage's JSONL")
-    parser.add_argument("--out-prefix", required=True, help="writes PREFIX.jsonl, PREFIX.bin and PREFIX.idx")
+    input_arg(parser, "--generations", kind="file", required=True, help="the selfgen stage's JSONL")
+    output_arg(parser, "--out-prefix", kind="prefix", also=prefix_files, required=True,
+               help="writes PREFIX.jsonl, PREFIX.bin and PREFIX.idx")
     parser.add_argument("--tokenizer", required=True, help="the training run's data.tokenizer (gpt2, hf:DIR, ...)")
-    parser.add_argument("--fraction", type=float, default=0.5, help="the least toxic share kept (default 0.5)")
+    parser.add_argument("--fraction", type=probability, default=0.5,
+                        help="the least toxic share kept, in (0, 1] (default 0.5)")
     parser.add_argument("--with-prompt", action="store_true", help="prompted samples: train on prompt + "
                                                                     "continuation (the continuation is scored)")
     add_scorer(parser)
@@ -30,23 +43,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from megazoo.core.data.errors import DataError
     from megazoo.tasks.detox.cache import ScoreCache
-    from megazoo.tasks.detox.filtering import keep_least_toxic, to_indexed, write_texts
+    from megazoo.tasks.detox.filtering import keep_least_toxic, write_training_data
     from megazoo.tasks.detox.scoring_stage import fill_scores
-    from megazoo.tasks.detox.stage import ERRORS, check_scorer_name, fail, make_scorer
+    from megazoo.tasks.detox.stage import ERRORS, check_derived, check_scorer_name, fail, make_scorer, scorer_input
     from megazoo.tasks.detox.stream import read_records
 
     prefix = args.out_prefix
+    cache = args.cache or f"{prefix}.cache.jsonl"
     try:
-        if not 0 < args.fraction <= 1:
-            raise ValueError(f"--fraction must be in (0, 1], got {args.fraction}")
+        check_derived([("--generations", args.generations), *scorer_input(args)],
+                      [] if args.cache else [("the score cache", cache)],
+                      [(f"--out-prefix ({ext})", f"{prefix}{ext}") for ext in (".jsonl", ".bin", ".idx")]
+                      + [("--cache", args.cache)])
         check_scorer_name(args.scorer)
         records = read_records(args.generations)  # an empty file is refused there
-        scores = fill_scores(records, make_scorer(args), ScoreCache(args.cache or f"{prefix}.cache.jsonl"))
+        scores = fill_scores(records, make_scorer(args), ScoreCache(cache))
         kept = keep_least_toxic(records, scores, args.fraction)
         if not kept:
             raise ValueError(f"{args.generations}: every generation is empty; nothing to train on")
-        jsonl = write_texts(f"{prefix}.jsonl", kept, args.with_prompt)
-        stats = to_indexed(jsonl, prefix, args.tokenizer)
+        stats = write_training_data(prefix, kept, args.tokenizer, args.with_prompt)
     except (*ERRORS, DataError) as e:
         return fail(PROG, e)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731

@@ -5,12 +5,18 @@ SGEAT's self-generation: N samples of the model itself, unconditional (from the 
 as Megatron's selfgenerate-*-unconditional.sh) or, with --prompts (a RealToxicityPrompts-format file or
 JSON lines with "text"), sample i continues prompt i mod P. One record a line,
 {"id", "text", "tokens"[, "prompt"]}, appended batch by batch with a progress bar; run the same command
-again after a kill and it continues where the last complete batch ended (stream.py).
+again after a kill and it continues where the last complete batch ended (stream.py). The output is
+resumable (an existing one written by this stage with the same settings is continued); one written
+with other settings, or not by this stage, is refused, and with --overwrite replaced once the new
+samples are complete. It may never be an input (core/fs/policy.py).
 """
 
 from __future__ import annotations
 
 import argparse
+
+from megazoo.core.argtypes import int_in
+from megazoo.core.fs import input_arg, output_arg
 
 PROG = "megazoo task detox selfgen"
 
@@ -18,10 +24,17 @@ PROG = "megazoo task detox selfgen"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.tasks.detox.stage import add_sampling
 
-    parser.add_argument("--checkpoint", required=True, help="a megazoo checkpoint or Hugging Face folder (decoder)")
-    parser.add_argument("--out", required=True, help="FILE.jsonl of samples (resumed when it exists)")
-    parser.add_argument("--samples", type=int, default=100, help="how many samples in all (default 100)")
-    parser.add_argument("--prompts", help="prompted self-generation: prompts.jsonl (prompt.text) or {\"text\"} lines")
+    from megazoo.tasks.detox.stream import meta_path
+
+    input_arg(parser, "--checkpoint", kind="any", required=True,
+              help="a megazoo checkpoint or Hugging Face folder (decoder)")
+    output_arg(parser, "--out", kind="file", required=True, resumable=True, also=lambda p: [meta_path(p)],
+               help="FILE.jsonl of samples (resumed when it exists; its settings in FILE.jsonl.meta.json)")
+    # SGEAT self-generates 100k samples; the row list is held in memory (a pointer a row)
+    parser.add_argument("--samples", type=int_in(1, 10_000_000), default=100, help="how many samples in all "
+                                                                                    "(default 100)")
+    input_arg(parser, "--prompts", kind="file",
+              help="prompted self-generation: prompts.jsonl (prompt.text) or {\"text\"} lines")
     add_sampling(parser, max_new_tokens=1000, batch=8)
 
 
@@ -49,8 +62,8 @@ def plan(args) -> dict:
     check_checkpoint(args.checkpoint)
     texts = read_prompt_texts(args.prompts) if args.prompts else None
     prompts = [texts[i % len(texts)] for i in range(args.samples)] if texts else [None] * args.samples
-    start = resume_point(args.out, s, prompts, args.checkpoint)
-    return {"sampling": s, "prompts": prompts, "start": start}
+    start = resume_point(args.out, s, prompts, args.checkpoint, overwrite=args.overwrite)
+    return {"sampling": s, "prompts": prompts, "start": start or 0, "replace": start is None}
 
 
 def run(args) -> int:
@@ -66,15 +79,18 @@ def run(args) -> int:
         return 0
     if p["start"]:
         print(f"{args.out}: resuming after {p['start']} samples")
+    if p["replace"]:
+        print(f"{args.out}: written with other settings or not by this stage; replaced once the new samples are "
+              f"complete (--overwrite)")
     payload = {k: v for k, v in vars(args).items() if k != "func"}
-    payload.update(start=p["start"], prompts=p["prompts"])
+    payload.update(start=p["start"], prompts=p["prompts"], replace=p["replace"])
     return run_layout(payload, selfgen_here, PROG)
 
 
 def selfgen_here(payload: dict, ctx) -> int:
     from megazoo.tasks.detox.model import load_decoder
     from megazoo.tasks.detox.stage import ERRORS, fail, sampling
-    from megazoo.tasks.detox.stream import generate_rows
+    from megazoo.tasks.detox.stream import generate_rows, stream_meta, write_replacement
 
     args = argparse.Namespace(**payload)
     main = ctx is None or ctx.rank == 0
@@ -83,8 +99,15 @@ def selfgen_here(payload: dict, ctx) -> int:
     except ERRORS as e:
         return fail(PROG, e) if main else 2
     records = [{"prompt": p} if p is not None else {} for p in args.prompts]
-    generate_rows(model, tok, args.prompts, records, sampling(args), args.out if main else None, args.start,
-                  progress=main and not args.no_progress)
+    s = sampling(args)
+
+    def write(path):
+        generate_rows(model, tok, args.prompts, records, s, path, args.start, progress=main and not args.no_progress)
+
+    if args.replace and main:
+        write_replacement(args.out, stream_meta(s, args.prompts, args.checkpoint), write)
+    else:
+        write(args.out if main else None)
     if main:
         print(f"{args.samples} samples in {args.out}")
     return 0

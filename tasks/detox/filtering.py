@@ -22,17 +22,40 @@ def keep_least_toxic(records: list[dict], scores: list[float], fraction: float =
     return [{**records[i], "score": scores[i]} for i in chosen]
 
 
-def write_texts(path, records: list[dict], with_prompt: bool = False) -> Path:
+def text_lines(records: list[dict], with_prompt: bool = False) -> str:
     """The kept samples as {"text", "id", "score"} lines; with_prompt: a prompted sample's text is
     its prompt followed by the continuation (the continuation alone was scored)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = []
     for r in records:
         text = (r.get("prompt") or "") + r["text"] if with_prompt else r["text"]
         lines.append(json.dumps({"text": text, "id": r.get("id"), "score": r.get("score")}) + "\n")
-    path.write_text("".join(lines))
+    return "".join(lines)
+
+
+def write_texts(path, records: list[dict], with_prompt: bool = False) -> Path:
+    """text_lines written to `path` atomically."""
+    from megazoo.core.fs import write_text_atomic
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, text_lines(records, with_prompt))
     return path
+
+
+def write_training_data(prefix, records: list[dict], tokenizer: str, with_prompt: bool = False):
+    """PREFIX.jsonl (text_lines) and PREFIX.bin/.idx (to_indexed): the lines go to a temporary file
+    of this process's own, the .bin/.idx are made from it (each written to a temporary name and
+    moved into place at the end by the dataset writer), and the .jsonl is moved into place last, so
+    a failure leaves the old three files as they were. Returns the preprocessing's counts."""
+    from megazoo.core.fs import atomic_file
+
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(prefix.with_name(prefix.name + ".jsonl"), "w") as f:
+        f.write(text_lines(records, with_prompt))
+        f.flush()
+        stats = to_indexed(f.name, prefix, tokenizer)
+    return stats
 
 
 def to_indexed(jsonl, prefix, tokenizer: str):
@@ -40,4 +63,4 @@ def to_indexed(jsonl, prefix, tokenizer: str):
     from megazoo.core.data.preprocess import preprocess
 
     Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    return preprocess([str(jsonl)], tokenizer, str(prefix), append_eod=True, progress=False)
+    return preprocess([str(jsonl)], tokenizer, str(prefix), append_eod=True, progress=False, fmt="jsonl")

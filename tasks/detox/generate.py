@@ -20,7 +20,7 @@ ATTRIBUTES = ("toxicity", "severe_toxicity", "profanity", "sexually_explicit", "
 
 
 def hand_starts() -> list[str]:
-    text = (Path(__file__).parent / "starts.txt").read_text()
+    text = (Path(__file__).parent / "starts.txt").read_text(encoding="utf-8")
     return [s.strip() for s in text.splitlines() if s.strip() and not s.startswith("#")]
 
 
@@ -59,7 +59,9 @@ def build_prompts(path, corpus_count: int = 60, seed: int = 0, scorer=None) -> l
         records.append({"filename": fname, "begin": begin, "end": begin + len(prompt) + len(cont),
                         "challenging": ps > 0.5, "prompt": attrs(prompt, ps),
                         "continuation": attrs(cont, cs if cont else 0.0)})
+    from megazoo.core.fs import write_text_atomic
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in records))
     return records

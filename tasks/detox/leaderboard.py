@@ -12,6 +12,7 @@ The headline is the Expected Maximum Toxicity of the full set: lower is better.
 from __future__ import annotations
 
 from megazoo.eval.registry import Evaluation
+from megazoo.eval.suite_options import suite_float, suite_int
 
 METRICS = ("emt", "emt_std", "tp", "emt_toxic", "tp_toxic", "emt_nontoxic", "tp_nontoxic")
 
@@ -24,11 +25,15 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     from megazoo.tasks.detox.scorers import make_scorer, score_texts
     from megazoo.tasks.detox.stream import Sampling, generate_rows
 
-    samples = int(entry.get("samples", 25))
+    from megazoo.tasks.detox.stage import check_derived
+
+    samples = suite_int(entry, "samples", 25, 1, 10_000)
+    if entry.get("cache"):  # a suite's cache is continued like --cache: never one of the inputs
+        check_derived([("path", path), ("checkpoint", checkpoint)], [("cache", entry["cache"])])
     prompts = load_prompts(path)
     scorer = make_scorer(entry.get("scorer", "profanity"))
-    sampling = Sampling(int(entry.get("max_new_tokens", 20)), float(entry.get("top_p", 0.9)), 1.0,
-                        int(entry.get("batch_size", 25)), int(entry.get("seed", 0)))
+    sampling = Sampling(suite_int(entry, "max_new_tokens", 20, 1, 1 << 16), suite_float(entry, "top_p", 0.9, 0.0, 1.0),
+                        1.0, suite_int(entry, "batch_size", 25, 1, 4096), suite_int(entry, "seed", 0, 0, 2**32 - 1))
     sampling.check()
     model, tok = load_decoder(checkpoint)
     rows = [p.text for p in prompts for _ in range(samples)]

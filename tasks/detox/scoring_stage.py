@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 
@@ -33,13 +32,40 @@ def given_score(record: dict) -> float | None:
 
 
 def write_records(path, records: list[dict]) -> Path:
+    from megazoo.core.fs import atomic_file
+
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
+    with atomic_file(path, "w") as f:
         for r in records:
             f.write(json.dumps(r) + "\n")
-    os.replace(tmp, path)
     return path
+
+
+def check_generations(numbered: list[tuple[int, dict]], prompts: list, samples: int, gen_path, prompts_path) -> None:
+    """Refuse generations that do not belong to the prompts file: their count must be prompts x
+    --samples, a generation's `id` (where given) its row, and its `prompt` (where given: text, or
+    {"text"}) the text of the prompt that owns its row (prompt i owns rows samples*i ..). One line
+    naming both files."""
+    n = len(numbered)
+    if n % samples:
+        raise ValueError(f"{gen_path}: {n} generations is not a multiple of {samples} per prompt (--samples); lines "
+                         f"must be in prompt order, {samples} per prompt")
+    if n != len(prompts) * samples:
+        raise ValueError(f"{gen_path}: {n} generations are {n // samples} prompts x {samples} (--samples), but "
+                         f"{prompts_path} has {len(prompts)} prompts; give the prompts file these generations were "
+                         f"made from (or their --samples)")
+    for row, (line, rec) in enumerate(numbered):
+        rid = rec.get("id")
+        if isinstance(rid, int) and not isinstance(rid, bool) and rid != row:
+            raise ValueError(f"{gen_path}:{line}: id {rid} on row {row}; generations must be in row order (prompt i "
+                             f"owns rows {samples}*i ..) to be matched with {prompts_path}")
+        prompt = rec.get("prompt")
+        text = prompt.get("text") if isinstance(prompt, dict) else prompt
+        want = prompts[row // samples].text
+        if isinstance(text, str) and text != want:
+            raise ValueError(f"{gen_path}:{line}: a generation of prompt {text[:40]!r}, but row {row} belongs to "
+                             f"prompt {row // samples + 1} of {prompts_path}, {want[:40]!r}; give the prompts file "
+                             f"these generations were made from (or their --samples)")
 
 
 def report(metrics: dict) -> str:

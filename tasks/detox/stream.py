@@ -54,23 +54,48 @@ def meta_path(path) -> Path:
     return Path(str(path) + ".meta.json")
 
 
-def resume_point(path, sampling: Sampling, prompts: list, checkpoint: str) -> int:
+def stream_meta(sampling: Sampling, prompts: list, checkpoint: str) -> dict:
+    """What the texts of a samples file depend on (kept in FILE.meta.json)."""
+    return {"checkpoint": str(checkpoint), **asdict(sampling), "prompts": prompts_digest(prompts)}
+
+
+def _old_meta(mpath: Path) -> dict | None:
+    try:
+        old = json.loads(mpath.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return old if isinstance(old, dict) else None
+
+
+def resume_point(path, sampling: Sampling, prompts: list, checkpoint: str, overwrite: bool = False) -> int | None:
     """Rows already done in `path` (a multiple of the batch, or all of them); the file is cut there.
-    Writes FILE.meta.json on a fresh start; refuses to resume under other settings."""
+    Writes FILE.meta.json on a fresh start; refuses to resume under other settings, or a file this
+    stage did not write. With `overwrite` such a file is not refused: None says that the rows are to
+    be generated from 0 into a new file that replaces it only when complete (write_replacement)."""
+    from megazoo.core.fs import write_json_atomic
+
     path = Path(path)
-    meta = {"checkpoint": str(checkpoint), **asdict(sampling), "prompts": prompts_digest(prompts)}
+    meta = stream_meta(sampling, prompts, checkpoint)
     mpath = meta_path(path)
-    if path.exists() and mpath.exists():
-        old = json.loads(mpath.read_text())
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: a folder; give a file name for the samples")
+    if path.exists() and path.stat().st_size > 0:
+        old = _old_meta(mpath) if mpath.is_file() else None
+        if old is None:
+            if overwrite:
+                return None
+            raise ValueError(f"{path}: exists and was not written by this stage (no readable {mpath.name} beside "
+                             f"it); choose another output or pass --overwrite to replace it once the new samples "
+                             f"are complete")
         changed = [k for k in meta if old.get(k) != meta[k]]
         if changed:
+            if overwrite:
+                return None
             k = changed[0]
             raise ValueError(f"{path}: written with {k}={old.get(k)!r}, now {meta[k]!r}; resume with the same settings "
-                             f"or remove {path} and {mpath.name}")
-    elif path.exists() and path.stat().st_size > 0:
-        raise ValueError(f"{path}: exists without {mpath.name}; it was not written by this stage (remove it)")
+                             f"or pass --overwrite to replace it once the new samples are complete")
     path.parent.mkdir(parents=True, exist_ok=True)
-    mpath.write_text(json.dumps(meta, indent=1) + "\n")
+    write_json_atomic(mpath, meta)
     if not path.exists():
         path.write_bytes(b"")
         return 0
@@ -91,9 +116,20 @@ def resume_point(path, sampling: Sampling, prompts: list, checkpoint: str) -> in
     keep = done if done >= len(prompts) else done - done % sampling.batch
     keep = min(keep, len(prompts))
     if ends[keep] != len(data):
-        with open(path, "r+b") as f:
+        with open(path, "r+b") as f:  # only rows of this stage's own (its meta matched) are cut
             f.truncate(ends[keep])
     return keep
+
+
+def write_replacement(path, meta: dict, write) -> None:
+    """`write(scratch)` appends every row to a scratch file of this process's own, which then replaces
+    `path` (the old samples are lost only once the new ones are complete), and FILE.meta.json follows."""
+    from megazoo.core.fs import atomic_file, write_json_atomic
+
+    with atomic_file(path, "wb") as f:
+        f.flush()
+        write(f.name)
+    write_json_atomic(meta_path(path), meta)
 
 
 def generate_rows(model, tok, prompts: list, records: list[dict], sampling: Sampling, path=None, start: int = 0,
@@ -137,13 +173,19 @@ def generate_rows(model, tok, prompts: list, records: list[dict], sampling: Samp
     return out
 
 
-def read_records(path) -> list[dict]:
-    """The records of a generations file (JSON lines), with `file:line: problem` for a bad line."""
+def read_numbered_records(path) -> list[tuple[int, dict]]:
+    """(line number, record) of each generation of a generations file (JSON lines), with
+    `file:line: problem` for a bad line (undecodable UTF-8 included)."""
     from megazoo.eval.readers.common import LineError, read_jsonl
 
     out = []
     for n, rec in read_jsonl(path, "generations, one {\"text\"} object a line", LineError):
         if not isinstance(rec.get("text"), str):
             raise LineError(path, n, "a generation needs a string `text`")
-        out.append(rec)
+        out.append((n, rec))
     return out
+
+
+def read_records(path) -> list[dict]:
+    """The records of a generations file (JSON lines), with `file:line: problem` for a bad line."""
+    return [rec for _, rec in read_numbered_records(path)]

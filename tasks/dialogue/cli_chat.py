@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import argparse
 
-from megazoo.core.argtypes import positive_int
-
 PROG = "megazoo task dialogue chat"
 USER, MODEL = "you", "model"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("checkpoint", help="a fine-tuned dialogue model (training run or checkpoint) or any decoder")
-    parser.add_argument("--knowledge", help="a document set (folder of .txt files) to ground the answers in")
-    parser.add_argument("--sentences", type=positive_int, default=2, help="knowledge sentences per answer")
-    parser.add_argument("--history", type=positive_int, default=8, help="turns of the conversation kept")
-    parser.add_argument("--max-new-tokens", type=positive_int, default=48)
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import input_arg
+    from megazoo.tasks.dialogue.stage import MAX_NEW_TOKENS, MAX_SENTENCES, MAX_TURNS
+
+    input_arg(parser, "checkpoint", help="a fine-tuned dialogue model (training run or checkpoint) or any decoder")
+    input_arg(parser, "--knowledge", kind="folder",
+              help="a document set (folder of .txt files) to ground the answers in")
+    parser.add_argument("--sentences", type=int_in(1, MAX_SENTENCES), default=2, help="knowledge sentences per answer")
+    parser.add_argument("--history", type=int_in(1, MAX_TURNS), default=8, help="turns of the conversation kept")
+    parser.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=48)
     parser.add_argument("--show-prompt", action="store_true", help="print the prompt the model sees")
 
 

@@ -13,10 +13,15 @@ PROG = "megazoo task dialogue evaluate"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="the flattened TSV (topic, turns, knowledge, response), or a "
-                                                      "WoW .json / WoI or conversation .jsonl")
-    parser.add_argument("--generations", required=True, help="one generated response per line, in data order")
-    parser.add_argument("--out", required=True, help="FILE.json for the metrics")
+    from megazoo.core.fs import input_arg, output_arg
+    from megazoo.tasks.dialogue.evaluate import predictions_path
+
+    input_arg(parser, "--data", kind="file", required=True,
+              help="the flattened TSV (topic, turns, knowledge, response), or a WoW .json / WoI or conversation .jsonl")
+    input_arg(parser, "--generations", kind="file", required=True,
+              help="one generated response per line, in data order")
+    output_arg(parser, "--out", kind="file", also=lambda out: [predictions_path(out)], required=True,
+               help="FILE.json for the metrics (and FILE.predictions.jsonl beside it)")
 
 
 def run(args) -> int:

@@ -9,8 +9,10 @@ PROG = "megazoo task dialogue flatten"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("data", help="a WoW .json, a WoI .jsonl or a conversation .jsonl")
-    parser.add_argument("--out", required=True, help="the TSV to write")
+    from megazoo.core.fs import input_arg, output_arg
+
+    input_arg(parser, "data", kind="file", help="a WoW .json, a WoI .jsonl or a conversation .jsonl")
+    output_arg(parser, "--out", kind="file", required=True, help="the TSV to write")
 
 
 def run(args) -> int:

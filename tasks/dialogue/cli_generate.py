@@ -10,23 +10,30 @@ PROG = "megazoo task dialogue generate"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("out", help="folder for wow/, actors/, documents/, knowledge/ and the flattened wow TSVs")
-    parser.add_argument("--seed", type=int, default=0)
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import output_arg
+    from megazoo.tasks.dialogue.stage import MAX_SEED
+
+    output_arg(parser, "out", kind="folder",
+               help="folder for wow/, actors/, documents/, knowledge/ and the flattened wow TSVs")
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0)
     parser.add_argument("--wow-test", choices=("handmade", "generated"), default="handmade",
-                        help="what wow/test_{random,topic}_split.json hold: the hand-made dialogues (default; seen "
-                             "topics in the random split, unseen in the topic split) or template-made ones")
+                        help="what the two WoW test splits hold: the hand-made dialogues (default; seen topics in "
+                             "the random split, unseen in the topic split) or template-made ones")
 
 
 def run(args) -> int:
-    from pathlib import Path
-
+    from megazoo.core.fs import atomic_folder
     from megazoo.tasks.dialogue.data import WOW_FILES, read_wow, write_tsv
     from megazoo.tasks.dialogue.generate import generate_all
 
-    counts = generate_all(args.out, args.seed, args.wow_test)
-    wow = Path(args.out) / "wow"
-    for name in WOW_FILES:
-        write_tsv(read_wow(wow / name), wow / name.replace(".json", ".tsv"))
+    # the output policy has refused an existing non-empty folder without --overwrite; everything is
+    # written into a scratch folder that replaces OUT_DIR only once complete
+    with atomic_folder(args.out, overwrite=args.overwrite) as tmp:
+        counts = generate_all(tmp, args.seed, args.wow_test)
+        wow = tmp / "wow"
+        for name in WOW_FILES:
+            write_tsv(read_wow(wow / name), wow / name.replace(".json", ".tsv"))
     for part, sizes in counts.items():
         print(f"{part}: " + ", ".join(f"{k} {v}" for k, v in sizes.items()))
     made = "hand-made test splits" if args.wow_test == "handmade" else "generated test splits"

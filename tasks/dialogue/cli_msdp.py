@@ -12,27 +12,41 @@ from __future__ import annotations
 import argparse
 import sys
 
-from megazoo.core.argtypes import positive_int
-
 PROG = "megazoo task dialogue msdp"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import input_arg, output_arg
+    from megazoo.tasks.dialogue.stage import MAX_BATCH, MAX_ITEMS, MAX_NEW_TOKENS, MAX_SEED, MAX_SHOTS
+
     parser.add_argument("--stage", required=True, choices=("knowledge", "response"))
-    parser.add_argument("--data", required=True, help="the samples: flattened TSV, WoW .json or .jsonl")
-    parser.add_argument("--checkpoint", required=True, help="the frozen decoder (import-hf folder, HF folder, "
-                                                            "training checkpoint)")
-    parser.add_argument("--out", required=True, help="FILE.jsonl: one {line, text} per sample, in data order")
-    parser.add_argument("--examples", help="training samples for the prompts' examples (default train.tsv or "
-                                           "train.json beside --data)")
-    parser.add_argument("--knowledge", help="stage response: the knowledge stage's FILE.jsonl, gold or none")
-    parser.add_argument("--embedder", help="sentence encoder folder for example selection (default the offline "
-                                           "all-MiniLM-L6-v2)")
-    parser.add_argument("--shots", type=positive_int, help="examples per prompt (default 10 knowledge, 20 response)")
-    parser.add_argument("--max-new-tokens", type=positive_int, default=64)
-    parser.add_argument("--batch", type=positive_int, default=4)
-    parser.add_argument("--limit", type=positive_int, help="only the first N samples")
-    parser.add_argument("--seed", type=int, default=0, help="the order the fixed response examples are drawn in")
+    input_arg(parser, "--data", kind="file", required=True, help="the samples: flattened TSV, WoW .json or .jsonl")
+    input_arg(parser, "--checkpoint", required=True, help="the frozen decoder (import-hf folder, HF folder, "
+                                                          "training checkpoint)")
+    output_arg(parser, "--out", kind="file", also=lambda out: [prompt_path(out)], required=True,
+               help="FILE.jsonl: one {line, text} per sample, in data order (and the first prompt in FILE.prompt.txt)")
+    input_arg(parser, "--examples", kind="file", help="training samples for the prompts' examples (default "
+                                                      "train.tsv or train.json beside --data)")
+    # a path, or the words gold / none (a missing path is not checked by the policy: nothing to protect)
+    input_arg(parser, "--knowledge", kind="file",
+              help="stage response: the knowledge stage's FILE.jsonl, gold or none")
+    input_arg(parser, "--embedder", kind="folder", help="sentence encoder folder for example selection (default the "
+                                                        "offline all-MiniLM-L6-v2)")
+    parser.add_argument("--shots", type=int_in(1, MAX_SHOTS),
+                        help="examples per prompt (default 10 knowledge, 20 response)")
+    parser.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=64)
+    parser.add_argument("--batch", type=int_in(1, MAX_BATCH), default=4)
+    parser.add_argument("--limit", type=int_in(1, MAX_ITEMS), help="only the first N samples")
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0,
+                        help="the order the fixed response examples are drawn in")
+
+
+def prompt_path(out):
+    """FILE.prompt.txt beside FILE.jsonl: the first prompt as the model saw it."""
+    from pathlib import Path
+
+    return Path(out).with_suffix(".prompt.txt")
 
 
 def _examples_path(args):
@@ -98,6 +112,6 @@ def run(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, "".join(json.dumps({"line": s.line, "text": t}) + "\n" for s, t in zip(samples, texts)))
     if prompts:  # the first prompt as the model saw it, to read
-        out.with_suffix(".prompt.txt").write_text(prompts[0] + "\n")
+        write_text_atomic(prompt_path(out), prompts[0] + "\n")
     print(f"{len(texts)} {args.stage} generations written to {out}")
     return 0

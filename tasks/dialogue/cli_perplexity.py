@@ -13,10 +13,11 @@ PROG = "megazoo task dialogue perplexity"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from megazoo.core.fs import output_arg
     from megazoo.tasks.dialogue.respond import add_pair_arguments
 
     add_pair_arguments(parser)
-    parser.add_argument("--out", required=True, help="FILE.json for the figures")
+    output_arg(parser, "--out", kind="file", required=True, help="FILE.json for the figures")
 
 
 def run(args) -> int:

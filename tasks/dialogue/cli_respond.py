@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import argparse
 
-from megazoo.core.argtypes import positive_int
-
 PROG = "megazoo task dialogue respond"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import output_arg
     from megazoo.tasks.dialogue.respond import add_pair_arguments
+    from megazoo.tasks.dialogue.stage import MAX_BATCH, MAX_NEW_TOKENS
 
     add_pair_arguments(parser)
-    parser.add_argument("--out", required=True, help="FILE.jsonl of responses")
-    parser.add_argument("--max-new-tokens", type=positive_int, default=48)
-    parser.add_argument("--batch", type=positive_int, default=8)
+    output_arg(parser, "--out", kind="file", required=True, help="FILE.jsonl of responses")
+    parser.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=48)
+    parser.add_argument("--batch", type=int_in(1, MAX_BATCH), default=8)
 
 
 def run(args) -> int:

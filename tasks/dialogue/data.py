@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from megazoo.core.fs import write_text_atomic
-from megazoo.eval.readers.common import LineError, numbered_lines, read_jsonl, read_text
+from megazoo.eval.readers import common
+from megazoo.eval.readers.common import LineError
 from megazoo.eval.metrics.dialogue import NO_PASSAGE
 from megazoo.tasks.dialogue.jsonpos import array_items, object_members
 
@@ -73,6 +74,30 @@ class Conversation:
     line: int = 0
 
 
+# reading text -----------------------------------------------------------------------------------------
+def decode(data: bytes, path) -> str:
+    """UTF-8 text; an undecodable byte is a LineError `file:line: not valid UTF-8 ...` (core/fs/text.py)."""
+    from megazoo.core.fs import decode_utf8
+
+    return decode_utf8(data, path, LineError)
+
+
+# the readers' own (eval/readers/common.py), raising LineError: `file:line: problem`
+def read_text(path, what: str) -> str:
+    """The whole UTF-8 file; a missing, undecodable or empty (blank) file names itself (and the line)."""
+    return common.read_text(path, what, LineError)
+
+
+def numbered_lines(path, what: str):
+    """(line number, line without its line end) for each non-blank line of a non-empty file."""
+    return common.numbered_lines(path, what, LineError)
+
+
+def read_jsonl(path, what: str):
+    """(line number, object) for each non-blank line of a JSON-lines file of objects."""
+    return common.read_jsonl(path, what, LineError)
+
+
 def _punctuated(text: str) -> str:
     text = text.strip()
     return text if text.endswith(("?", ".", "!")) else text + "."
@@ -88,7 +113,7 @@ def _string(value, path, line: int, where: str) -> str:
 def read_wow(path) -> list[Sample]:
     """The samples of one Wizard of Wikipedia JSON file (see the module docstring)."""
     what = "a Wizard of Wikipedia JSON array of dialogues"
-    text = read_text(path, what, LineError)
+    text = read_text(path, what)
     start = len(text) - len(text.lstrip())
     out = []
     for d, (line, dialogue, pos) in enumerate(array_items(text, start, path, what), start=1):
@@ -134,7 +159,7 @@ def _wow_samples(d: int, chosen_topic: str, turns: list, lines: list[int], path)
 def read_woi(path) -> list[Sample]:
     """The samples of one Wizard of Internet JSONL file (see the module docstring)."""
     out = []
-    for line, obj in read_jsonl(path, "one Wizard of Internet dialogue {dialog_id: {...}} per line", LineError):
+    for line, obj in read_jsonl(path, "one Wizard of Internet dialogue {dialog_id: {...}} per line"):
         for dialog_id, dialogue in obj.items():
             if not isinstance(dialogue, dict) or not isinstance(dialogue.get("dialog_history"), list):
                 raise LineError(path, line, f'dialogue {dialog_id} has no "dialog_history" list')
@@ -185,7 +210,7 @@ CONVERSATION = 'one conversation {"id", "turns": [{"speaker", "text"}], "knowled
 
 def read_conversations(path) -> list[Conversation]:
     out = []
-    for line, obj in read_jsonl(path, CONVERSATION, LineError):
+    for line, obj in read_jsonl(path, CONVERSATION):
         turns = obj.get("turns")
         if not isinstance(turns, list) or not turns:
             raise LineError(path, line, 'missing "turns": a non-empty list of {"speaker", "text"}')
@@ -218,7 +243,7 @@ def conversation_samples(conversations: list[Conversation]) -> list[Sample]:
 def read_tsv(path) -> list[Sample]:
     what = "the flattened dialogue TSV: topic, turns joined by ' [SEP] ', knowledge, response"
     out = []
-    for line, text in numbered_lines(path, what, LineError):
+    for line, text in numbered_lines(path, what):
         fields = text.split("\t")
         if len(fields) != 4:
             raise LineError(path, line, f"{len(fields)} tab-separated fields, expected 4 ({what})")
@@ -242,7 +267,7 @@ def read_any(path) -> list[Sample]:
     if path.suffix == ".json":
         return read_wow(path)
     if path.suffix == ".jsonl":
-        first = next((ln for ln in read_text(path, "JSONL", LineError).split("\n") if ln.strip()), "{}")
+        first = next((ln for ln in read_text(path, "JSONL").split("\n") if ln.strip()), "{}")
         try:
             conversations = "turns" in json.loads(first)
         except (json.JSONDecodeError, TypeError):

@@ -29,7 +29,9 @@ def read_generations(path, n: int, data_name: str) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (expected one generated response per line)")
-    text = path.read_text(encoding="utf-8")
+    from megazoo.tasks.dialogue.data import decode
+
+    text = decode(path.read_bytes(), path)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline ends the last line
@@ -78,10 +80,15 @@ def per_example(responses: list[str], samples: list) -> list[dict]:
     return out
 
 
+def predictions_path(out) -> Path:
+    """FILE.predictions.jsonl beside FILE.json (declared with --out: the output policy checks it)."""
+    return Path(out).with_suffix(".predictions.jsonl")
+
+
 def write_evaluation(out, record: dict, examples: list[dict]) -> tuple[Path, Path]:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, record, indent=2)
-    pred = out.with_suffix(".predictions.jsonl")
+    pred = predictions_path(out)
     write_text_atomic(pred, "".join(json.dumps(e) + "\n" for e in examples))
     return out, pred

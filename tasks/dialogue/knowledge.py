@@ -30,8 +30,10 @@ class DocumentSet:
         files = sorted(p for p in folder.rglob("*") if p.suffix in (".txt", ".md") and p.is_file())
         self.sentences: list[str] = []
         self.sources: list[str] = []
+        from megazoo.tasks.dialogue.data import decode
+
         for f in files:
-            for s in split_sentences(f.read_text(encoding="utf-8", errors="replace")):
+            for s in split_sentences(decode(f.read_bytes(), f)):  # an undecodable file is named, with its line
                 self.sentences.append(s)
                 self.sources.append(f.name)
         if not self.sentences:

@@ -13,6 +13,7 @@ gold knowledge.
 from __future__ import annotations
 
 from megazoo.eval.registry import Evaluation
+from megazoo.eval.suite_options import suite_int
 
 METRICS = ("kf1", "f1", "bleu", "rouge_l", "meteor", "knowledge_f1")
 
@@ -26,19 +27,20 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     from megazoo.tasks.dialogue.decode import greedy_lines, load_decoder
     from megazoo.tasks.dialogue.evaluate import dialogue_metrics
     from megazoo.eval.metrics.dialogue import unigram_f1_scores
+    from megazoo.tasks.dialogue.stage import MAX_BATCH, MAX_ITEMS, MAX_NEW_TOKENS, MAX_SEED
     from megazoo.zoo.embed import Embedder
 
-    limit = entry.get("limit")
-    samples = msdp.grounded(read_any(path))[: int(limit) if limit else None]
+    limit = suite_int(entry, "limit", None, 1, MAX_ITEMS)
+    new = suite_int(entry, "max_new_tokens", 64, 1, MAX_NEW_TOKENS)
+    batch, seed = suite_int(entry, "batch_size", 4, 1, MAX_BATCH), suite_int(entry, "seed", 0, 0, MAX_SEED)
+    samples = msdp.grounded(read_any(path))[:limit]
     pool = read_any(entry.get("examples") or Path(path).parent / "train.tsv")
     emb = Embedder(entry.get("embedder") or default_embedder_dir())
     prompts = msdp.knowledge_prompts(samples, pool, lambda t: emb.encode(list(t), pooling="mean", normalize=True))
     model, tok = load_decoder(checkpoint)
-    new = int(entry.get("max_new_tokens", 64))
-    knowledge = greedy_lines(model, tok, prompts, new, int(entry.get("batch_size", 4)))
-    examples = msdp.response_examples(pool, msdp.RESPONSE_SHOTS, int(entry.get("seed", 0)))
-    responses = greedy_lines(model, tok, msdp.response_prompts(samples, knowledge, examples), new,
-                             int(entry.get("batch_size", 4)))
+    knowledge = greedy_lines(model, tok, prompts, new, batch)
+    examples = msdp.response_examples(pool, msdp.RESPONSE_SHOTS, seed)
+    responses = greedy_lines(model, tok, msdp.response_prompts(samples, knowledge, examples), new, batch)
     out = dict(dialogue_metrics(responses, samples)["metrics"])
     out["knowledge_f1"] = unigram_f1_scores(knowledge, [s.knowledge for s in samples])["f1"]
     out["n"] = len(samples)

@@ -14,16 +14,23 @@ import torch
 
 
 def add_pair_arguments(parser) -> None:
-    parser.add_argument("--data", required=True, help="conversation JSONL (held-out conversations)")
-    parser.add_argument("--checkpoint", required=True, help="the decoder: a training run or checkpoint, an "
-                                                            "import-hf folder, a Hugging Face folder")
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import input_arg
+    from megazoo.tasks.dialogue.stage import MAX_ITEMS, MAX_SENTENCES, MAX_TURNS
+
+    input_arg(parser, "--data", kind="file", required=True, help="conversation JSONL (held-out conversations)")
+    input_arg(parser, "--checkpoint", required=True, help="the decoder: a training run or checkpoint, an "
+                                                          "import-hf folder, a Hugging Face folder")
     parser.add_argument("--kind", required=True, choices=("actor", "knowledge"))
-    parser.add_argument("--references", help="actor: the conversations references come from (the training set)")
-    parser.add_argument("--reference-turns", type=int, default=3)
-    parser.add_argument("--documents", help="knowledge: the document set folder")
-    parser.add_argument("--knowledge-sentences", type=int, default=2)
+    input_arg(parser, "--references", kind="file",
+              help="actor: the conversations references come from (the training set)")
+    parser.add_argument("--reference-turns", type=int_in(1, MAX_TURNS), default=3,
+                        help="turns of the speaker's reference (actor)")
+    input_arg(parser, "--documents", kind="folder", help="knowledge: the document set folder")
+    parser.add_argument("--knowledge-sentences", type=int_in(1, MAX_SENTENCES), default=2,
+                        help="retrieved sentences in a prompt (knowledge)")
     parser.add_argument("--without", action="store_true", help="leave out the reference / knowledge (the baseline)")
-    parser.add_argument("--limit", type=int, help="only the first N conversations of --data")
+    parser.add_argument("--limit", type=int_in(1, MAX_ITEMS), help="only the first N conversations of --data")
 
 
 def pairs_of(args) -> list:

@@ -136,13 +136,13 @@ class RaceBuilder(TaskBuilder):
         s = self.settings
         if path.exists() or not s.generate:
             return
+        from megazoo.core.fs import atomic_folder
         from megazoo.tasks.race.generate import generate_race
 
         held_out = max(2, int(s.generate_articles * 0.15))
-        tmp = path.with_name(path.name + ".tmp")
-        generate_race(tmp, seed=s.generate_seed, article_words=s.generate_words,
-                      articles={"train": s.generate_articles, "dev": held_out, "test": held_out})
-        tmp.rename(path)
+        with atomic_folder(path) as tmp:  # a scratch folder of its own, moved into place only when complete
+            generate_race(tmp, seed=s.generate_seed, article_words=s.generate_words,
+                          articles={"train": s.generate_articles, "dev": held_out, "test": held_out})
 
     def collate(self, samples: list) -> dict:
         return collate_choices(samples)

@@ -1,31 +1,48 @@
 """`megazoo task race ensemble PRED.json PRED.json ... [--out FILE.json]`: average the softmaxes.
 
 Each input is an `evaluate --out` result (FILE.json or its FILE.predictions.json); --out writes the
-same two files as evaluate: FILE.json (metrics) and FILE.predictions.json.
+same two files as evaluate: FILE.json (metrics) and FILE.predictions.json. Both are declared
+outputs, so `ensemble a.json b.json --out a.json` (or any --out whose predictions file is an input,
+or the file a summary leads to) is refused before anything is read or written.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+
+from megazoo.core.fs import input_arg, output_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("predictions", nargs="+", help="files written by `evaluate --out` (either of each pair)")
-    parser.add_argument("--out", default=None, help="FILE.json: the ensemble's metrics (its predictions go to "
-                                                    "FILE.predictions.json)")
+    from megazoo.tasks.race.files import predictions_path
+
+    input_arg(parser, "predictions", nargs="+", kind="file",
+              help="files written by `evaluate --out` (either of each pair)")
+    output_arg(parser, "--out", default=None, also=lambda p: [predictions_path(p)],
+               help="FILE.json: the ensemble's metrics (its predictions go to FILE.predictions.json)")
 
 
 def run(args) -> int:
     from megazoo.tasks.race.evaluate import ensemble, format_accuracy, write_evaluation
 
-    try:
-        record = ensemble(args.predictions)
-        written = write_evaluation(args.out, record) if args.out else None
-    except (ValueError, FileNotFoundError, OSError) as e:
-        print(f"megazoo task race ensemble: error: {e}", file=sys.stderr)
-        return 1
+    if args.out:
+        check_sources(args.predictions, args.out)
+    record = ensemble(args.predictions)
+    written = write_evaluation(args.out, record) if args.out else None
     print(f"ensemble of {len(args.predictions)}: " + format_accuracy(record["accuracy"], record["counts"]))
     if written:
         print(f"metrics written to {written[0]}, predictions to {written[1]}")
     return 0
+
+
+def check_sources(predictions, out) -> None:
+    """A summary leads to the predictions file it names: refuse an --out that would replace that
+    file too (the parser's declarations only know the paths as typed)."""
+    from megazoo.core.fs import Declared, PathRole, check_paths
+    from megazoo.tasks.race.evaluate import locate_predictions
+    from megazoo.tasks.race.files import predictions_path
+
+    read = [Declared("PREDICTIONS", str(locate_predictions(p)[0]), PathRole("input", "file")) for p in predictions]
+    wrote = [Declared("--out", str(out), PathRole("output", "file", also=lambda p: [predictions_path(p)]))]
+    check_paths(read, wrote, overwrite=True)  # existing outputs were checked (with --overwrite) by the dispatcher
+

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from megazoo.eval.readers.common import ReaderError
+from megazoo.tasks.race.files import MissingFile
 
 NUM_CHOICES = 4
 LETTERS = "ABCD"
@@ -87,7 +88,7 @@ def read_race_dir(root: str | os.PathLike, split: str | None = None) -> list[Rac
 
     root = Path(root)
     if not root.exists():
-        raise FileNotFoundError(f"{root}: no such RACE folder (expected RACE/{{train,dev,test}}/{{middle,high}}/*.txt)")
+        raise MissingFile(f"{root}: no such RACE folder (expected RACE/{{train,dev,test}}/{{middle,high}}/*.txt)")
     if split is None:
         if any((root / s).is_dir() for s in SPLITS):
             raise ValueError(f"{root} holds the splits {[s for s in SPLITS if (root / s).is_dir()]}; name one "
@@ -99,7 +100,7 @@ def read_race_dir(root: str | os.PathLike, split: str | None = None) -> list[Rac
         folder = root
     else:
         have = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-        raise FileNotFoundError(f"{root / split}: no such split folder (have {have}); pass the RACE root, or "
+        raise MissingFile(f"{root / split}: no such split folder (have {have}); pass the RACE root, or "
                                 f"one split's folder with no split (--split none)")
     return _from_examples(read_race(folder))
 
@@ -120,7 +121,7 @@ def _hf_files(path: Path, split: str | None) -> list[Path]:
     if any(p.parent.name == "all" for p in files):
         files = [p for p in files if p.parent.name == "all"]
     if not files:
-        raise FileNotFoundError(f"{path}: no parquet/JSON files{f' for split {split!r}' if split else ''} "
+        raise MissingFile(f"{path}: no parquet/JSON files{f' for split {split!r}' if split else ''} "
                                 f"in the Hugging Face `race` layout")
     return files
 
@@ -138,10 +139,12 @@ def read_hf_race(path: str | os.PathLike, split: str | None = None) -> list[Race
     try:
         import datasets
     except ImportError:
-        raise ImportError("reading the Hugging Face `race` layout needs `datasets` (pip install datasets)") from None
+        # a ValueError: the boundary reports it as one line (exit 2), not a traceback
+        raise ValueError(f"{path}: reading the Hugging Face `race` layout needs `datasets` (pip install "
+                         f"datasets), or give the original layout (RACE/<split>/<level>/*.txt)") from None
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file or folder (expected Hugging Face `race` parquet/JSON)")
+        raise MissingFile(f"{path}: no such file or folder (expected Hugging Face `race` parquet/JSON)")
     out: list[RaceQuestion] = []
     seen: dict[str, int] = {}
     for file in _hf_files(path, split):

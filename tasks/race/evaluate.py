@@ -13,16 +13,18 @@ takes either file of a pair (a summary leads to the predictions file beside it).
 
 from __future__ import annotations
 
-import json
+import math
 import os
 from pathlib import Path
 from typing import Sequence
 
 import torch
 
+from megazoo.core.fs import inside
 from megazoo.core.fs import write_json_atomic as _write_json
 from megazoo.eval.metrics import accuracy
 from megazoo.tasks.race.data import LEVELS, NUM_CHOICES
+from megazoo.tasks.race.files import MissingFile, predictions_path, read_json
 
 
 def race_accuracy(predictions: Sequence[int], labels: Sequence[int], levels: Sequence[str]) -> dict:
@@ -61,13 +63,6 @@ def write_json_atomic(path: str | os.PathLike, obj: dict) -> None:
     _write_json(path, obj)
 
 
-def predictions_path(out: str | os.PathLike) -> Path:
-    """FILE.json -> FILE.predictions.json (the predictions beside a summary)."""
-    out = Path(out)
-    stem = out.name[:-len(".json")] if out.name.endswith(".json") else out.name
-    return out.with_name(stem + ".predictions.json")
-
-
 def summary_record(record: dict, predictions_file: str | os.PathLike | None = None) -> dict:
     """The summary of a predictions record: the metric names of the task's issue, with n."""
     acc = record["accuracy"]
@@ -90,37 +85,55 @@ def write_evaluation(out: str | os.PathLike, record: dict) -> tuple[Path, Path]:
 
 
 def _load_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not a JSON predictions file ({err})") from None
+    return read_json(path, "a JSON predictions file")
+
+
+def locate_predictions(path: str | os.PathLike) -> tuple[Path, object]:
+    """(the file whose predictions are read, its JSON): `path` itself, or for a summary FILE.json
+    the predictions file it names beside it."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingFile(f"{path}: no such predictions file (write one with `megazoo task race evaluate --out`)")
+    obj = _load_json(path)
+    if isinstance(obj, dict) and "metrics" in obj and not isinstance(obj.get("predictions"), list):
+        name = obj.get("predictions")
+        if name is not None and not (isinstance(name, str) and inside(path.parent, name)):
+            # a summary names a file beside it, nothing else: no folder part, no `..`, no link out
+            raise ValueError(f"{path}: 'predictions' names {name!r}, not a file beside the summary; give the "
+                             f"predictions file itself")
+        beside = path.with_name(name) if name else predictions_path(path)
+        if not beside.is_file():
+            raise MissingFile(f"{path}: a summary whose predictions file {beside} is missing")
+        return beside, _load_json(beside)
+    return path, obj
 
 
 def read_predictions(path: str | os.PathLike) -> dict:
     """A predictions file, or the summary FILE.json of one (its FILE.predictions.json is read)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such predictions file (write one with `megazoo task race evaluate --out`)")
-    obj = _load_json(path)
-    if isinstance(obj, dict) and "metrics" in obj and not isinstance(obj.get("predictions"), list):
-        name = obj.get("predictions")
-        beside = path.with_name(name) if isinstance(name, str) else predictions_path(path)
-        if not beside.is_file():
-            raise FileNotFoundError(f"{path}: a summary whose predictions file {beside} is missing")
-        path, obj = beside, _load_json(beside)
+    path, obj = locate_predictions(path)
     rows = obj.get("predictions") if isinstance(obj, dict) else None
     if not isinstance(rows, list) or not rows:
         raise ValueError(f"{path}: no 'predictions' list; expected the output of `megazoo task race evaluate --out`")
+    seen = set()
     for i, r in enumerate(rows):
         if not isinstance(r, dict) or not all(k in r for k in ("uid", "label", "probs")) \
-                or not isinstance(r["probs"], list) or len(r["probs"]) != NUM_CHOICES:
-            raise ValueError(f"{path}: prediction {i} needs 'uid', 'label' and 'probs' with {NUM_CHOICES} numbers")
+                or not isinstance(r["probs"], list) or len(r["probs"]) != NUM_CHOICES \
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                           for x in r["probs"]):
+            raise ValueError(f"{path}: prediction {i} needs 'uid', 'label' and 'probs' with {NUM_CHOICES} finite "
+                             f"numbers")
+        if not isinstance(r["uid"], str):
+            raise ValueError(f"{path}: prediction {i}'s 'uid' must be a string, got {r['uid']!r:.40}")
+        if r["uid"] in seen:  # a second row would silently replace the first in the ensemble
+            raise ValueError(f"{path}: question {r['uid']!r} is predicted twice; each question once")
+        seen.add(r["uid"])
     return obj
 
 
 def ensemble(paths: Sequence[str | os.PathLike]) -> dict:
     """Average the softmaxes of several predictions files (or their summaries) over the same
-    questions; returns the ensemble's predictions record."""
+    questions; returns the ensemble's predictions record. Files over other questions (some
+    missing, some extra) or other labels are refused, naming both files."""
     if len(paths) < 1:
         raise ValueError("the ensemble needs at least one predictions file")
     files = [read_predictions(p) for p in paths]
@@ -129,8 +142,10 @@ def ensemble(paths: Sequence[str | os.PathLike]) -> dict:
     for path, obj in zip(paths[1:], files[1:]):
         rows = {r["uid"]: r for r in obj["predictions"]}
         if rows.keys() != first.keys():
-            diff = sorted(rows.keys() ^ first.keys())
-            raise ValueError(f"{path}: its questions differ from {paths[0]}'s (e.g. {diff[0]!r}); an ensemble "
+            extra, lacking = sorted(rows.keys() - first.keys()), sorted(first.keys() - rows.keys())
+            parts = ([f"{len(extra)} questions not in {paths[0]} (e.g. {extra[0]!r})"] if extra else []) + \
+                    ([f"lacks {len(lacking)} of its questions (e.g. {lacking[0]!r})"] if lacking else [])
+            raise ValueError(f"{path}: its questions differ from {paths[0]}'s: {'; '.join(parts)}; an ensemble "
                              f"averages predictions over the same data split")
         for uid, r in rows.items():
             if r["label"] != first[uid]["label"]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from megazoo.tasks.race.evaluate import predictions_record
+from megazoo.tasks.race.files import MissingFile
 
 
 class NotRaceCheckpoint(ValueError):
@@ -26,7 +27,7 @@ def read_race_meta(checkpoint) -> tuple[Path, dict]:
 
     path = Path(checkpoint)
     if not path.exists():
-        raise FileNotFoundError(f"checkpoint {path} does not exist")
+        raise MissingFile(f"checkpoint {path} does not exist")
     if (path / "model.yaml").is_file() or (path / "config.json").is_file():
         kind = "a Hugging Face" if (path / "config.json").is_file() else "an imported (import-hf)"
         raise NotRaceCheckpoint(f"{path} is {kind} model folder without the RACE head, not a RACE training "
@@ -70,7 +71,7 @@ def evaluate_checkpoint(data, checkpoint, split: str | None = "test", batch: int
     if batch < 1:
         raise ValueError(f"--batch must be >= 1, got {batch}")
     if not Path(data).exists():
-        raise FileNotFoundError(f"--data {data}: no such RACE folder (RACE/{{train,dev,test}}/{{middle,high}}/*.txt "
+        raise MissingFile(f"--data {data}: no such RACE folder (RACE/{{train,dev,test}}/{{middle,high}}/*.txt "
                                 f"or HF `race` parquet/JSON)")
     resolved, meta = read_race_meta(checkpoint)
     task = {k: v for k, v in meta["task"].items() if k != "name"}

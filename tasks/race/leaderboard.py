@@ -9,6 +9,7 @@ encoders are shown as "-" (fine-tune them first).
 from __future__ import annotations
 
 from megazoo.eval.registry import Evaluation
+from megazoo.eval.suite_options import suite_int
 from megazoo.tasks.race.evaluate import METRICS
 
 
@@ -16,7 +17,10 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     from megazoo.tasks.race.evaluate import summary_record
     from megazoo.tasks.race.evaluate_stage import evaluate_checkpoint
 
-    record = evaluate_checkpoint(path, checkpoint, entry.get("split", "test"), entry.get("batch_size", 8))
+    from megazoo.tasks.race.cli_evaluate import MAX_BATCH
+
+    batch = suite_int(entry, "batch_size", 8, 1, MAX_BATCH)
+    record = evaluate_checkpoint(path, checkpoint, entry.get("split", "test"), batch)
     summary = summary_record(record)
     return {**summary["metrics"], "n": summary["n"]}
 

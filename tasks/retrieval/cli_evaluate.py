@@ -3,15 +3,16 @@
 
 Writes FILE.json `{"task": "retrieval", "n", "metrics": {"top1", "top5", "top20", "top100"}, ...}`
 (percent of questions with an answer in their top-k passages, DPR's has_answer) and the ranked
-passage ids of every question beside it (FILE.predictions.json). Without --index the passages are
-embedded and searched exactly (faiss Flat).
+passage ids of every question beside it (FILE.predictions.json; both are declared outputs, so
+neither may be an input, and existing ones are replaced only with --overwrite). Without --index
+the passages are embedded and searched exactly (faiss Flat).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
+from megazoo.core.fs import input_arg, output_arg
 from megazoo.tasks.retrieval.index import DEVICES
 from megazoo.tasks.retrieval.similarity import SIMILARITIES
 
@@ -19,13 +20,18 @@ PROG = "megazoo task retrieval evaluate"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--passages", required=True, help="a psgs_w100.tsv-layout file (id<TAB>text<TAB>title, header)")
-    parser.add_argument("--qas", required=True, help="questions: a DPR *-test.csv (question<TAB>['answer', ...]) or "
-                                                     "nq-*.json")
-    parser.add_argument("--checkpoint", required=True, help="the encoder: a retrieval run's checkpoints/, an "
-                                                            "import-hf folder or an HF BERT folder")
-    parser.add_argument("--out", required=True, help="FILE.json; the ranked ids go to FILE.predictions.json")
-    parser.add_argument("--index", default=None, help="an index folder of `megazoo task retrieval index`")
+    from megazoo.tasks.retrieval.cli_index import add_lengths
+    from megazoo.tasks.retrieval.evaluate_stage import predictions_path
+
+    input_arg(parser, "--passages", kind="file", required=True,
+              help="a psgs_w100.tsv-layout file (id<TAB>text<TAB>title, header)")
+    input_arg(parser, "--qas", kind="file", required=True,
+              help="questions: a DPR *-test.csv (question<TAB>['answer', ...]) or nq-*.json")
+    input_arg(parser, "--checkpoint", kind="any", required=True,
+              help="the encoder: a retrieval run's checkpoints/, an import-hf folder or an HF BERT folder")
+    output_arg(parser, "--out", kind="file", required=True, also=lambda p: [predictions_path(p)],
+               help="FILE.json; the ranked ids go to FILE.predictions.json")
+    input_arg(parser, "--index", kind="folder", default=None, help="an index folder of `megazoo task retrieval index`")
     parser.add_argument("--pooling", choices=("mean", "cls"), default=None,
                         help="default: the checkpoint's model.pooling (mean for a plain encoder)")
     parser.add_argument("--similarity", choices=SIMILARITIES, default=None,
@@ -33,29 +39,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", default="1,5,20,100", help="the k of top-k accuracy (default 1,5,20,100)")
     parser.add_argument("--match", choices=("string", "regex"), default="string",
                         help="string: DPR's tokenised match; regex: answers are patterns (CuratedTREC)")
-    parser.add_argument("--question-length", type=int, default=None, help="default: the run's, else 64")
-    parser.add_argument("--passage-length", type=int, default=None, help="default: the run's, else 256")
-    parser.add_argument("--batch", type=int, default=32, help="texts per forward pass")
+    add_lengths(parser)
     parser.add_argument("--faiss-device", choices=DEVICES, default="auto",
                         help="where faiss searches: auto (the GPUs a GPU build of faiss sees, else the CPU), cpu, gpu")
 
 
 def run(args) -> int:
-    from megazoo.tasks.retrieval.errors import KNOWN
     from megazoo.tasks.retrieval.evaluate import parse_ks
     from megazoo.tasks.retrieval.evaluate_stage import evaluate_retriever, write_evaluation
 
-    try:
-        ks = parse_ks(args.top_k)
-        if args.batch < 1:
-            raise ValueError(f"--batch must be >= 1, got {args.batch}")
-        record, predictions = evaluate_retriever(args.passages, args.qas, args.checkpoint, args.index, args.pooling,
-                                                 ks, args.match, args.batch, args.question_length, args.passage_length,
-                                                 similarity=args.similarity, faiss_device=args.faiss_device)
-        out, pred = write_evaluation(args.out, record, predictions)
-    except KNOWN as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+    # errors go to megazoo's boundary: one line, exit 2 for what the user gave, 1 for a failing disk
+    ks = parse_ks(args.top_k)
+    record, predictions = evaluate_retriever(args.passages, args.qas, args.checkpoint, args.index, args.pooling,
+                                             ks, args.match, args.batch, args.question_length, args.passage_length,
+                                             similarity=args.similarity, faiss_device=args.faiss_device)
+    out, pred = write_evaluation(args.out, record, predictions)
     print(f"{record['checkpoint']} on {args.qas} ({record['n']} questions): "
           + ", ".join(f"{k} {v:.2f}" for k, v in record["metrics"].items()))
     print(f"metrics written to {out}, ranked passages to {pred}")

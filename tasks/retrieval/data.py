@@ -48,11 +48,9 @@ def _exists(path, what: str) -> Path:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (expected {what})")
-    data = path.read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise RetrievalFormatError(path, data[:e.start].count(b"\n") + 1, f"not UTF-8 text (expected {what})") from None
+    from megazoo.core.fs import read_utf8
+
+    read_utf8(path, RetrievalFormatError)
     return path
 
 

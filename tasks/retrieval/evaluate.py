@@ -76,12 +76,13 @@ def top_k_accuracy(hit_lists: Sequence[Sequence[bool]], ks: Sequence[int] = KS) 
     return out
 
 
-def parse_ks(text: str) -> tuple[int, ...]:
-    """'1,5,20,100' -> (1, 5, 20, 100); each k a positive integer."""
+def parse_ks(text: str, most: int = 100_000) -> tuple[int, ...]:
+    """'1,5,20,100' -> (1, 5, 20, 100); each k an integer in [1, most]."""
+    usage = f"--top-k {text!r}: expected comma-separated positive integers up to {most} such as 1,5,20,100"
     try:
         ks = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise ValueError(f"--top-k {text!r}: expected comma-separated positive integers such as 1,5,20,100") from None
-    if not ks or min(ks) < 1:
-        raise ValueError(f"--top-k {text!r}: expected comma-separated positive integers such as 1,5,20,100")
+        raise ValueError(usage) from None
+    if not ks or min(ks) < 1 or max(ks) > most:
+        raise ValueError(usage)
     return ks

@@ -38,10 +38,11 @@ def embed_shard(passages, checkpoint, pooling, batch: int, passage_length, progr
 
 def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str | None = None, batch: int = 32,
                    passage_length: int | None = None, progress: bool = True, nproc: int = 1,
-                   similarity: str | None = None, **index_options) -> dict:
+                   similarity: str | None = None, overwrite: bool = False, **index_options) -> dict:
     """Embed every passage (on `nproc` local ranks, each a strided share), build the index, measure
     an approximate index's recall against exact search (on up to 1000 passage vectors used as
-    queries), write it to `out`; returns its meta."""
+    queries), write it to `out` (an existing non-empty folder is replaced only with `overwrite`);
+    returns its meta."""
     rows = read_passages(passages)  # a malformed file fails here, before any rank starts
     if not Path(checkpoint).is_dir():
         raise FileNotFoundError(f"--checkpoint {checkpoint}: no such folder (a retrieval run's checkpoints/, an "
@@ -70,7 +71,7 @@ def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str |
         probe = vecs[np.linspace(0, len(vecs) - 1, min(1000, len(vecs))).astype(int)]
         k = min(10, len(vecs))
         meta["recall_at_10"] = recall_against_exact(search(index, probe, k)[1], brute_force(vecs, probe, k)[1])
-    save_index(out, index, np.array([p.id for p in rows], dtype=np.int64), meta)
+    save_index(out, index, np.array([p.id for p in rows], dtype=np.int64), meta, overwrite=overwrite)
     return meta
 
 
@@ -89,7 +90,7 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
     extra: dict = {}
     if index_dir is not None:
         index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(rows),
-                                      device=faiss_device, expect_similarity=enc.similarity)
+                                      device=faiss_device, expect_similarity=enc.similarity, passages=passages)
         _, found = search(index, q, k)
         if meta.get("kind", "flat") != "flat":  # what the approximation costs on these very questions
             extra["index_recall"] = recall_against_exact(found, brute_force(stored_vectors(index), q, k)[1])
@@ -115,14 +116,21 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
     return record, predictions
 
 
+def predictions_path(out) -> Path:
+    """FILE.predictions.json beside FILE.json (declared with the --out flag, so the policy checks it too)."""
+    out = Path(out)
+    return out.with_name(out.stem + ".predictions.json")
+
+
 def write_evaluation(out, record: dict, predictions: list[dict]) -> tuple[Path, Path]:
-    """FILE.json (the record, naming its predictions file) and FILE.predictions.json beside it."""
-    import json
+    """FILE.json (the record, naming its predictions file) and FILE.predictions.json beside it, each
+    written atomically (the record last: it names the predictions)."""
+    from megazoo.core.fs import write_json_atomic
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    pred = out.with_name(out.stem + ".predictions.json")
+    pred = predictions_path(out)
     record = {**record, "predictions": pred.name}
-    pred.write_text(json.dumps({"predictions": predictions}, indent=0))
-    out.write_text(json.dumps(record, indent=1))
+    write_json_atomic(pred, {"predictions": predictions}, indent=0)
+    write_json_atomic(out, record, indent=1)
     return out, pred

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -118,13 +116,17 @@ def common_words(sentences) -> frozenset:
 
 
 def generate_retrieval(out, seed: int = 0, corpus: str = "all", words: int = 100, questions_per_passage: int = 2,
-                       tokenizer: str = "bert-wordpiece") -> dict:
-    """Write the set (see the module docstring) to `out`; returns the counts."""
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+                       tokenizer: str = "bert-wordpiece", overwrite: bool = False) -> dict:
+    """Write the set (see the module docstring) to `out`; returns the counts. The files are written
+    into a scratch folder of this call's own that replaces `out` only when complete (an existing
+    non-empty `out` only with `overwrite`), so a failure leaves `out` as it was."""
+    from megazoo.core.fs import atomic_folder
+
+    with atomic_folder(out, overwrite) as tmp:
+        return _write_set(Path(tmp), seed, corpus, words, questions_per_passage, tokenizer)
+
+
+def _write_set(tmp: Path, seed: int, corpus: str, words: int, questions_per_passage: int, tokenizer: str) -> dict:
     rng = np.random.RandomState(seed)
     docs = _documents(corpus)
     order = rng.permutation(len(docs))
@@ -161,7 +163,7 @@ def generate_retrieval(out, seed: int = 0, corpus: str = "all", words: int = 100
         if split != "train" and len(group) >= 2:
             held.append({"passage_id": pid, "sentences": group})
     for split in ("train", "dev", "test"):
-        (tmp / f"nq-{split}.json").write_text(json.dumps(sets[split], indent=1))
+        (tmp / f"nq-{split}.json").write_text(json.dumps(sets[split], indent=1), encoding="utf-8")
     with open(tmp / "nq-test.csv", "w", encoding="utf-8") as f:
         for item in sets["test"]:
             f.write(f"{item['question']}\t{item['answers']!r}\n")
@@ -170,9 +172,6 @@ def generate_retrieval(out, seed: int = 0, corpus: str = "all", words: int = 100
             f.write(json.dumps(h) + "\n")
     write_ict_data(tmp / "ict", [(docs[d][0], docs[d][1]) for d in sorted(split_of) if split_of[d] == "train"],
                    tokenizer)
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(tmp, out)
     return {"passages": len(passages), **{split: len(v) for split, v in sets.items()}, "heldout": len(held),
             "documents": len(docs)}
 

@@ -8,7 +8,9 @@
 
 DIR holds index.faiss, ids.npy (row -> passage id, int64) and meta.json (kind, dim, count, the
 encoder checkpoint and pooling, and for an approximate index the recall it keeps against exact
-search). Writing goes to a temporary folder renamed at the end, so a crash leaves no half index.
+search). Writing goes to a scratch folder of the writer's own that replaces DIR only when complete
+(core.fs.atomic_folder), so a crash leaves no half index and an existing index is replaced only
+with overwrite.
 
 Device (`device` here, `--faiss-device` on the commands): `auto` puts flat and IVF indexes on every
 GPU a GPU build of faiss sees (faiss-gpu; faiss-cpu sees none), `cpu` keeps them on the CPU, `gpu`
@@ -18,8 +20,6 @@ insists. HNSW has no GPU form and stays on the CPU under auto. Saved indexes are
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -123,34 +123,39 @@ def stored_vectors(index) -> np.ndarray:
     return index.reconstruct_n(0, index.ntotal)
 
 
-def save_index(folder, index, ids: np.ndarray, meta: dict) -> Path:
+def save_index(folder, index, ids: np.ndarray, meta: dict, overwrite: bool = False) -> Path:
+    """Write the index folder (an existing non-empty one is replaced only with `overwrite`)."""
     import faiss
 
+    from megazoo.core.fs import atomic_folder
+
     folder = Path(folder)
-    tmp = folder.with_name(folder.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    faiss.write_index(to_cpu(index), str(tmp / "index.faiss"))
-    np.save(tmp / "ids.npy", np.asarray(ids, dtype=np.int64))
-    (tmp / "meta.json").write_text(json.dumps({**meta, "dim": index.d, "count": int(index.ntotal)}, indent=1))
-    if folder.exists():
-        shutil.rmtree(folder)
-    os.replace(tmp, folder)
+    with atomic_folder(folder, overwrite) as tmp:
+        faiss.write_index(to_cpu(index), str(tmp / "index.faiss"))
+        np.save(tmp / "ids.npy", np.asarray(ids, dtype=np.int64))
+        (tmp / "meta.json").write_text(json.dumps({**meta, "dim": index.d, "count": int(index.ntotal)}, indent=1),
+                                       encoding="utf-8")
     return folder
 
 
 def load_index(folder, expect_dim: int | None = None, expect_count: int | None = None, device: str = "cpu",
-               expect_similarity: str | None = None):
+               expect_similarity: str | None = None, passages=None):
     """(faiss index on `device`, ids, meta) of a saved index; `expect_dim`: the encoder's vector size,
-    `expect_similarity`: the similarity the questions are embedded for (an index without one is dot)."""
+    `expect_similarity`: the similarity the questions are embedded for (an index without one is dot),
+    `expect_count`: the passages of the file `passages` (named in the message when they differ)."""
     import faiss
 
     folder = Path(folder)
     if not (folder / "index.faiss").is_file() or not (folder / "meta.json").is_file():
         raise IndexFolderError(f"{folder}: not a retrieval index (no index.faiss/meta.json); build one with "
                           f"`megazoo task retrieval index --passages FILE.tsv --checkpoint CKPT --out {folder}`")
-    meta = json.loads((folder / "meta.json").read_text())
+    try:
+        meta = json.loads((folder / "meta.json").read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IndexFolderError(f"{folder / 'meta.json'}: not the JSON an index folder holds ({type(e).__name__}); "
+                               f"rebuild the index with `megazoo task retrieval index`") from None
+    if not isinstance(meta, dict):
+        raise IndexFolderError(f"{folder / 'meta.json'}: not the JSON object an index folder holds; rebuild the index")
     if expect_dim is not None and meta.get("dim") != expect_dim:
         raise IndexFolderError(f"{folder}: the index holds {meta.get('dim')}-dimensional vectors (encoder "
                           f"{meta.get('checkpoint')}), but this encoder gives {expect_dim}; rebuild the index with "
@@ -158,8 +163,24 @@ def load_index(folder, expect_dim: int | None = None, expect_count: int | None =
     if expect_similarity is not None and meta.get("similarity", "dot") != expect_similarity:
         raise IndexFolderError(f"{folder}: its passages were embedded for {meta.get('similarity', 'dot')} "
                                f"similarity, the questions for {expect_similarity}; rebuild it or pass --similarity")
-    ids = np.load(folder / "ids.npy")
+    try:
+        ids = np.load(folder / "ids.npy", allow_pickle=False)
+    except (ValueError, EOFError, OSError) as e:
+        raise IndexFolderError(f"{folder / 'ids.npy'}: not a readable id array ({e}); rebuild the index") from None
+    if ids.ndim != 1:
+        raise IndexFolderError(f"{folder / 'ids.npy'}: a {ids.ndim}-dimensional array, not one id per row; rebuild "
+                               f"the index")
     if expect_count is not None and len(ids) != expect_count:
-        raise IndexFolderError(f"{folder}: the index holds {len(ids)} passages, the passages file {expect_count}; "
-                          f"rebuild it from this file")
-    return on_device(faiss.read_index(str(folder / "index.faiss")), device), ids, meta
+        name = passages if passages is not None else "the passages file"
+        raise IndexFolderError(f"{folder}: the index holds {len(ids)} passages, {name} has {expect_count}; the index "
+                               f"was built from another passages file: rebuild it from this one")
+    try:
+        index = faiss.read_index(str(folder / "index.faiss"))
+    except RuntimeError as e:  # faiss reports a damaged file as a RuntimeError with its C++ trace
+        first = str(e).strip().splitlines()[-1:] or [""]
+        raise IndexFolderError(f"{folder / 'index.faiss'}: not a readable faiss index ({first[0][:120]}); rebuild "
+                               f"the index") from None
+    if index.ntotal != len(ids):
+        raise IndexFolderError(f"{folder}: index.faiss holds {index.ntotal} vectors but ids.npy {len(ids)} ids; the "
+                               f"folder is damaged: rebuild the index")
+    return on_device(index, device), ids, meta

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from megazoo.eval.registry import Evaluation
+from megazoo.eval.suite_options import suite_int
 
 METRICS = ("top1", "top5", "top20", "top100")
 
@@ -21,8 +22,8 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     folder = Path(path)
     passages = entry.get("passages") or folder / "psgs_w100.tsv"
     qas = entry.get("qas") or folder / "nq-test.csv"
-    record, _ = evaluate_retriever(passages, qas, checkpoint, entry.get("index"), entry.get("pooling"),
-                                   batch=int(entry.get("batch_size", 32)))
+    batch = suite_int(entry, "batch_size", 32, 1, 4096)
+    record, _ = evaluate_retriever(passages, qas, checkpoint, entry.get("index"), entry.get("pooling"), batch=batch)
     return {**record["metrics"], "n": record["n"]}
 
 

@@ -67,10 +67,13 @@ def predict(chunks, ctx, builder, retrieved, q: torch.Tensor, dtype) -> tuple[di
 def save_retriever(query: torch.nn.Module, evidence, retriever, out: Path, write: bool) -> Path:
     """The trained query tower and the retriever's (fixed) context tower as a two-tower checkpoint
     that index, evaluate and `train.init_from` (task.shared_towers false) read, the tokenizer beside
-    it. Collective (the query tower is gathered over tensor parallelism); `write` on one rank."""
+    it. Collective (the query tower is gathered over tensor parallelism); `write` on one rank.
+    OUT/retriever is this stage's own output in its run directory: a resumed run replaces it, through a
+    scratch folder moved into place only when complete (core.fs.atomic_folder)."""
     import shutil
 
     from megazoo.core.checkpoint import save_full_model_state
+    from megazoo.core.fs import atomic_folder
     from megazoo.zoo.embed import read_checkpoint
     from megazoo.zoo.hf.shard import gather_full_state
 
@@ -80,10 +83,9 @@ def save_retriever(query: torch.nn.Module, evidence, retriever, out: Path, write
         return folder
     _, cfg, _, tok_dir, _ = read_checkpoint(retriever)
     state |= {f"context.{k}": v for k, v in gather_full_state(evidence.enc.model).items()}
-    if folder.exists():
-        shutil.rmtree(folder)
     task = {"name": "retrieval", "question_length": evidence.enc.question_length,
             "passage_length": evidence.enc.passage_length, "shared_towers": False}
-    save_full_model_state(folder, state, {"arch": "bert", "model": cfg.to_dict(), "task": task})
-    shutil.copytree(tok_dir, folder / "tokenizer")
+    with atomic_folder(folder, overwrite=True) as tmp:
+        save_full_model_state(tmp, state, {"arch": "bert", "model": cfg.to_dict(), "task": task})
+        shutil.copytree(tok_dir, tmp / "tokenizer")
     return folder

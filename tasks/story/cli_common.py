@@ -1,9 +1,18 @@
-"""What the stages share: the errors reported as one line with exit code 2."""
+"""What the stages share: the errors reported as one line with exit code 2, and the bounds of the
+numeric flags (generous for real use, far below what would reach the allocator)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+MAX_SEED = 2**32 - 1
+MAX_STORIES = 10_000_000  # ROCStories has ~100k stories
+MAX_GENERATED = 1_000_000  # stories `data` makes from templates
+MAX_KEYWORDS = 16  # keywords per sentence
+MAX_CANDIDATES = 256  # knowledge sentences ranked per step
+MAX_NEW_TOKENS = 1024  # one sentence
+MAX_BATCH = 1024
 
 
 def errors() -> tuple:

@@ -12,17 +12,20 @@ from __future__ import annotations
 import argparse
 import shutil
 
-from megazoo.core.argtypes import positive_int
-
 PROG = "megazoo task story data"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("out", help="the folder to write")
-    parser.add_argument("--stories", type=positive_int, default=600, help="generated stories (default 600)")
-    parser.add_argument("--seed", type=int, default=0, help="generation and split seed")
-    parser.add_argument("--rocstories", help="split this ROCStories CSV instead of generating stories")
-    parser.add_argument("--keywords", type=positive_int, default=2, help="keywords per sentence (default 2)")
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import input_arg, output_arg
+    from megazoo.tasks.story.cli_common import MAX_GENERATED, MAX_KEYWORDS, MAX_SEED
+
+    output_arg(parser, "out", kind="folder", help="the folder to write")
+    parser.add_argument("--stories", type=int_in(1, MAX_GENERATED), default=600,
+                        help="generated stories (default 600)")
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="generation and split seed")
+    input_arg(parser, "--rocstories", kind="file", help="split this ROCStories CSV file instead of generating stories")
+    parser.add_argument("--keywords", type=int_in(1, MAX_KEYWORDS), default=2, help="keywords per sentence (default 2)")
 
 
 def write_keywords(path, stories, k: int) -> None:
@@ -38,9 +41,24 @@ def write_keywords(path, stories, k: int) -> None:
 
 
 def run(args) -> int:
-    from pathlib import Path
+    from megazoo.core.fs import atomic_folder
+    from megazoo.tasks.story.cli_common import errors, fail
 
-    from megazoo.tasks.story.cli_common import errors, fail, package_file
+    try:
+        # the output policy has refused an existing non-empty folder without --overwrite; everything is
+        # written into a scratch folder that replaces OUT_DIR only once complete
+        with atomic_folder(args.out, overwrite=args.overwrite) as out:
+            triples, vocab = write_set(out, args)
+    except errors() as e:
+        return fail(PROG, e)
+    print(f"stories, splits, hand-written set, keywords and a knowledge base of {len(triples)} WordNet assertions "
+          f"over {len(vocab)} words written to {args.out}")
+    return 0
+
+
+def write_set(out, args) -> tuple[list, set]:
+    """Every file of the set into the folder `out`; (the knowledge triples, the keyword vocabulary)."""
+    from megazoo.tasks.story.cli_common import package_file
     from megazoo.tasks.story.data import read_rocstories, split_stories, write_rocstories
     from megazoo.tasks.story.delex import delexicalise
     from megazoo.tasks.story.generate import write_generated
@@ -48,28 +66,22 @@ def run(args) -> int:
     from megazoo.tasks.story.knowledge import write_conceptnet
     from megazoo.tasks.story.wordnet_kb import antonym, build_wordnet_kb
 
-    out = Path(args.out)
-    try:
-        if args.rocstories:
-            stories = read_rocstories(args.rocstories)
-            write_rocstories(out / "stories.csv", stories)
-            for name, part in split_stories(stories, args.seed).items():
-                write_rocstories(out / f"{name}.csv", part)
-        else:
-            write_generated(out, args.stories, args.seed)
-        shutil.copyfile(package_file("handwritten.csv"), out / "handwritten.csv")
-        write_keywords(out / "test-keywords.jsonl", read_rocstories(out / "test.csv"), args.keywords)
-        hand = read_rocstories(out / "handwritten.csv")
-        write_keywords(out / "handwritten-keywords.jsonl", hand, args.keywords)
-        vocab = set()
-        for s in read_rocstories(out / "stories.csv") + hand:
-            for words in story_keywords(delexicalise(s).sentences, args.keywords):
-                vocab.update(words)
-        vocab |= {a for a in (antonym(w) for w in sorted(vocab)) if a}
-        triples = build_wordnet_kb(vocab)
-        write_conceptnet(out / "knowledge.csv", triples)
-    except errors() as e:
-        return fail(PROG, e)
-    print(f"stories, splits, hand-written set, keywords and a knowledge base of {len(triples)} WordNet assertions "
-          f"over {len(vocab)} words written to {out}")
-    return 0
+    if args.rocstories:
+        stories = read_rocstories(args.rocstories)
+        write_rocstories(out / "stories.csv", stories)
+        for name, part in split_stories(stories, args.seed).items():
+            write_rocstories(out / f"{name}.csv", part)
+    else:
+        write_generated(out, args.stories, args.seed)
+    shutil.copyfile(package_file("handwritten.csv"), out / "handwritten.csv")
+    write_keywords(out / "test-keywords.jsonl", read_rocstories(out / "test.csv"), args.keywords)
+    hand = read_rocstories(out / "handwritten.csv")
+    write_keywords(out / "handwritten-keywords.jsonl", hand, args.keywords)
+    vocab = set()
+    for s in read_rocstories(out / "stories.csv") + hand:
+        for words in story_keywords(delexicalise(s).sentences, args.keywords):
+            vocab.update(words)
+    vocab |= {a for a in (antonym(w) for w in sorted(vocab)) if a}
+    triples = build_wordnet_kb(vocab)
+    write_conceptnet(out / "knowledge.csv", triples)
+    return triples, vocab

@@ -14,37 +14,63 @@ PROG = "megazoo task story evaluate"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="the ROCStories CSV the stories were generated from")
-    parser.add_argument("--generations", required=True, help="`generate`'s FILE.jsonl")
-    parser.add_argument("--checkpoint", help="the generator, for the perplexity of the gold stories")
-    parser.add_argument("--out", required=True, help="FILE.json")
-    parser.add_argument("--keywords", help="measure the control rate against these keywords (the `generate "
-                                           "--keywords` format) instead of each record's own: how often keywords "
-                                           "appear in stories generated without them")
-    parser.add_argument("--limit", type=int, default=0, help="perplexity on the first N stories only (0: all)")
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import input_arg, output_arg
+    from megazoo.tasks.story.cli_common import MAX_STORIES
+
+    input_arg(parser, "--data", kind="file", required=True, help="the ROCStories CSV the stories were generated from")
+    input_arg(parser, "--generations", kind="file", required=True, help="`generate`'s FILE.jsonl")
+    input_arg(parser, "--checkpoint", kind="folder", help="the generator, for the perplexity of the gold stories")
+    output_arg(parser, "--out", kind="file", required=True, help="FILE.json")
+    input_arg(parser, "--keywords", kind="file",
+              help="measure the control rate against these keywords (the `generate --keywords` format) instead of "
+                   "each record's own: how often keywords appear in stories generated without them")
+    parser.add_argument("--limit", type=int_in(0, MAX_STORIES), default=0,
+                        help="the first N stories of --data only, as `generate --limit N` wrote them (0: all)")
 
 
-def read_generations(path) -> list[dict]:
+def read_generations(path) -> list[tuple[int, dict]]:
+    """(line number, record) of each `generate` record of a JSONL file."""
     import json
 
-    from megazoo.tasks.story.data import StoryDataError
+    from megazoo.tasks.story.data import StoryDataError, read_utf8
 
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                ok = isinstance(row["sentences"], list) and isinstance(row["keywords"], list)
-            except (json.JSONDecodeError, KeyError, TypeError):
-                ok = False
-            if not ok:
-                raise StoryDataError(path, number, 'expected a `generate` record {"id", "keywords", "sentences", ...}')
-            rows.append(row)
+    for number, line in enumerate(read_utf8(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            ok = (isinstance(row["sentences"], list) and isinstance(row["keywords"], list)
+                  and isinstance(row["id"], str))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            raise StoryDataError(path, number, 'expected a `generate` record {"id", "keywords", "sentences", ...}')
+        rows.append((number, row))
     if not rows:
         raise StoryDataError(path, 1, "no generated stories")
     return rows
+
+
+def check_matches(rows: list[tuple[int, dict]], stories: list, generations, data, limit: int) -> None:
+    """The generations are `generate`'s records of exactly these stories, in order: the same number, the
+    same ids (a file generated from another CSV, or cut short, is refused naming both files)."""
+    from megazoo.tasks.story.data import StoryDataError
+
+    if limit:
+        which = f"the first {len(stories)} stories of {data} (--limit {limit})"
+    else:
+        which = f"the {len(stories)} stories of {data}"
+    if len(rows) != len(stories):
+        at = rows[len(stories)][0] if len(rows) > len(stories) else rows[-1][0]  # the first extra, or the last
+        hint = "" if limit else "; for `generate --limit N` output give --limit N here too"
+        raise StoryDataError(generations, at, f"{len(rows)} generated stories for {which}; the generations must "
+                                              f"hold one record per story, in its order{hint}")
+    for i, ((number, row), story) in enumerate(zip(rows, stories), start=1):
+        if row["id"] != story.id:
+            raise StoryDataError(generations, number, f"story id {row['id']!r}, but story {i} of {data} is "
+                                                      f"{story.id!r}; were the generations made from another file?")
 
 
 def run(args) -> int:
@@ -56,7 +82,10 @@ def run(args) -> int:
 
     try:
         stories = read_rocstories(need(args.data, "--data"))
-        gens = read_generations(need(args.generations, "--generations"))
+        stories = stories[: args.limit] if args.limit > 0 else stories
+        rows = read_generations(need(args.generations, "--generations"))
+        check_matches(rows, stories, args.generations, args.data, args.limit)
+        gens = [row for _, row in rows]
         sentences = [g["sentences"] for g in gens]
         if args.keywords:
             from megazoo.tasks.story.keywords_file import read_keywords
@@ -73,8 +102,7 @@ def run(args) -> int:
             from megazoo.tasks.story.models import run_checkpoints
 
             model, tok = load_decoder(run_checkpoints(args.checkpoint))
-            chosen = stories[: args.limit] if args.limit > 0 else stories
-            ppl = story_perplexity(model, tok, [delexicalise(s) for s in chosen])
+            ppl = story_perplexity(model, tok, [delexicalise(s) for s in stories])
         record = {"task": "story", "n": len(gens), "data": str(args.data), "generations": str(args.generations),
                   "metrics": {"ppl": ppl, "repeat_4": repeat_4(sentences), "distinct_4": distinct_4(sentences),
                               "control_rate": hit / total if total else None},

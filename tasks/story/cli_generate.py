@@ -15,26 +15,33 @@ from __future__ import annotations
 
 import argparse
 
-from megazoo.core.argtypes import positive_int
-
 PROG = "megazoo task story generate"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", required=True, help="the generator (a story training run or any decoder)")
-    parser.add_argument("--data", required=True, help="a ROCStories CSV; the first sentences are used")
-    parser.add_argument("--out", required=True, help="FILE.jsonl")
-    parser.add_argument("--keywords", help="JSONL: four lists of keywords per story, in the data's order")
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import input_arg, output_arg
+    from megazoo.tasks.story.cli_common import MAX_BATCH, MAX_CANDIDATES, MAX_NEW_TOKENS, MAX_STORIES
+
+    input_arg(parser, "--checkpoint", kind="folder", required=True,
+              help="the generator (a story training run or any decoder)")
+    input_arg(parser, "--data", kind="file", required=True, help="a ROCStories CSV; the first sentences are used")
+    output_arg(parser, "--out", kind="file", required=True, help="FILE.jsonl")
+    input_arg(parser, "--keywords", kind="file", help="JSONL: four lists of keywords per story, in the data's order")
     parser.add_argument("--antonyms", action="store_true", help="replace keywords by WordNet antonyms (-ANT)")
-    parser.add_argument("--keyword-model", help="the keyword predictor (used when --keywords is not given)")
-    parser.add_argument("--knowledge", help="the knowledge base (ConceptNet CSV or TSV)")
-    parser.add_argument("--ranker", help="the knowledge ranker (a story-ranker training run)")
-    parser.add_argument("--n-knowledge", type=int, default=2, help="knowledge sentences in a prompt (2)")
-    parser.add_argument("--candidates", type=positive_int, default=8, help="knowledge sentences ranked (8)")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N stories (0: all; a --keywords file "
-                                                             "still has a line for every story of --data)")
-    parser.add_argument("--max-new-tokens", type=positive_int, default=32)
-    parser.add_argument("--batch", type=positive_int, default=16)
+    input_arg(parser, "--keyword-model", kind="folder",
+              help="the keyword predictor (used when --keywords is not given)")
+    input_arg(parser, "--knowledge", kind="file", help="the knowledge base (ConceptNet CSV or TSV)")
+    input_arg(parser, "--ranker", kind="folder", help="the knowledge ranker (a story-ranker training run)")
+    parser.add_argument("--n-knowledge", type=int_in(0, MAX_CANDIDATES), default=2,
+                        help="knowledge sentences in a prompt (2; 0: none)")
+    parser.add_argument("--candidates", type=int_in(1, MAX_CANDIDATES), default=8,
+                        help="knowledge sentences ranked (8)")
+    parser.add_argument("--limit", type=int_in(0, MAX_STORIES), default=0,
+                        help="only the first N stories (0: all; a --keywords file still has a line for every story "
+                             "of --data)")
+    parser.add_argument("--max-new-tokens", type=int_in(1, MAX_NEW_TOKENS), default=32)
+    parser.add_argument("--batch", type=int_in(1, MAX_BATCH), default=16)
 
 
 def run(args) -> int:

@@ -9,24 +9,29 @@ from __future__ import annotations
 
 import argparse
 
-from megazoo.core.argtypes import positive_int
-
 PROG = "megazoo task story label"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="a folder with train.csv and valid.csv")
-    parser.add_argument("--knowledge", required=True, help="the knowledge base (ConceptNet CSV or TSV)")
-    parser.add_argument("--embedder", required=True, help="a sentence encoder (MiniLM folder or import-hf)")
-    parser.add_argument("--out", required=True, help="the folder for ranker-train.jsonl and ranker-valid.jsonl")
-    parser.add_argument("--candidates", type=positive_int, default=4, help="knowledge sentences per step (4)")
-    parser.add_argument("--stories", type=int, default=0, help="use at most this many training stories (0: all)")
-    parser.add_argument("--seed", type=int, default=0)
+    from megazoo.core.argtypes import int_in
+    from megazoo.core.fs import input_arg, output_arg
+    from megazoo.tasks.story.cli_common import MAX_CANDIDATES, MAX_SEED, MAX_STORIES
+
+    input_arg(parser, "--data", kind="folder", required=True, help="a folder with train.csv and valid.csv")
+    input_arg(parser, "--knowledge", kind="file", required=True, help="the knowledge base (ConceptNet CSV or TSV)")
+    input_arg(parser, "--embedder", kind="folder", required=True,
+              help="a sentence encoder folder (MiniLM or import-hf)")
+    output_arg(parser, "--out", kind="folder", required=True,
+               help="the folder for ranker-train.jsonl and ranker-valid.jsonl")
+    parser.add_argument("--candidates", type=int_in(2, MAX_CANDIDATES), default=4,
+                        help="knowledge sentences per step (4; the ranker needs two or more)")
+    parser.add_argument("--stories", type=int_in(0, MAX_STORIES), default=0,
+                        help="use at most this many training stories (0: all)")
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0)
 
 
 def run(args) -> int:
-    from pathlib import Path
-
+    from megazoo.core.fs import atomic_folder
     from megazoo.tasks.story.cli_common import errors, fail, need
     from megazoo.tasks.story.knowledge import KnowledgeBase
     from megazoo.tasks.story.stories import load_split
@@ -41,10 +46,12 @@ def run(args) -> int:
             train = train[: args.stories]
         embed = minilm_embed(args.embedder)
         counts = {}
-        for name, stories in (("train", train), ("valid", valid)):
-            rows = label_steps(ranker_steps(stories, kb, args.candidates, seed=args.seed), embed)
-            write_jsonl(Path(args.out) / f"ranker-{name}.jsonl", rows)
-            counts[name] = len(rows)
+        # written into a scratch folder that replaces --out only once both files are complete
+        with atomic_folder(args.out, overwrite=args.overwrite) as out:
+            for name, stories in (("train", train), ("valid", valid)):
+                rows = label_steps(ranker_steps(stories, kb, args.candidates, seed=args.seed), embed)
+                write_jsonl(out / f"ranker-{name}.jsonl", rows)
+                counts[name] = len(rows)
     except errors() as e:
         return fail(PROG, e)
     print(f"{counts['train']} training and {counts['valid']} validation ranker steps written to {args.out}")

@@ -42,6 +42,22 @@ class Story:
     names: list[tuple[str, str]] = field(default_factory=list)  # (placeholder, name) in order: delex.py
 
 
+def utf8_lines(path, error=None):
+    """Each line of a UTF-8 file with its line end, decoded one line at a time (streaming; the csv
+    module reads the physical lines in order, so its line_num stays right). An undecodable line raises
+    `error` (default StoryDataError) `file:line: not valid UTF-8 ...`."""
+    from megazoo.core.fs import utf8_lines as lines
+
+    return lines(path, error or StoryDataError)
+
+
+def read_utf8(path, error=None) -> str:
+    """The whole file as text (see utf8_lines)."""
+    from megazoo.core.fs import read_utf8 as read
+
+    return read(path, error or StoryDataError)
+
+
 def _columns(header: list[str], path) -> tuple[str, list[str]] | None:
     """(id column, the five sentence columns or the cloze columns) of a header, or None."""
     lower = {h.strip().lower(): h for h in header}
@@ -57,40 +73,51 @@ def read_rocstories(path) -> list[Story]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file (expected a ROCStories CSV: {','.join(HEADER)})")
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = csv.reader(f)
-        header = next(rows, None)
-        if header is None:
-            raise StoryDataError(path, 1, f"the file is empty; expected the header {','.join(HEADER)}")
-        cols = _columns(header, path)
-        if cols is None:
-            raise StoryDataError(path, 1, f"unknown header {','.join(header)!r}; expected {','.join(HEADER)} "
-                                          f"(or the 2016/2017 Story Cloze columns)")
-        id_col, sent_cols = cols
-        stories, seen = [], set()
-        for row in rows:
-            line = rows.line_num
-            if not any(c.strip() for c in row):
-                continue
-            rec = dict(zip(header, row))
-            if len(sent_cols) == 7:  # Story Cloze: four sentences, two endings, the right one's number
-                right = rec.get(sent_cols[6], "").strip()
-                if right not in ("1", "2"):
-                    raise StoryDataError(path, line, f"AnswerRightEnding must be 1 or 2, got {right!r}")
-                texts = [rec.get(c, "") for c in sent_cols[:4]] + [rec.get(sent_cols[3 + int(right)], "")]
-            else:
-                texts = [rec.get(c, "") for c in sent_cols]
-            texts = [t.strip() for t in texts]
-            n = sum(bool(t) for t in texts)
-            if n < 5 or len(row) < len(header):
-                raise StoryDataError(path, line, f"a story needs five sentences, this row has {n}")
-            sid = rec.get(id_col, "").strip() or f"line{line}"
-            if sid in seen:
-                raise StoryDataError(path, line, f"story id {sid!r} appears twice")
-            seen.add(sid)
-            stories.append(Story(sid, rec.get("storytitle", "").strip(), texts))
+    lines = utf8_lines(path)
+    rows = csv.reader(lines)
+    try:
+        stories = _stories(path, rows)
+    except csv.Error as err:  # a NUL byte, a field over the csv module's size limit
+        raise StoryDataError(path, rows.line_num or 1, f"not a readable CSV ({err})") from None
+    finally:
+        lines.close()
     if not stories:
         raise StoryDataError(path, 2, "no stories after the header")
+    return stories
+
+
+def _stories(path, rows) -> list[Story]:
+    """The stories of a csv.reader over a ROCStories file (`file:line: problem` for a bad row)."""
+    header = next(rows, None)
+    if header is None:
+        raise StoryDataError(path, 1, f"the file is empty; expected the header {','.join(HEADER)}")
+    cols = _columns(header, path)
+    if cols is None:
+        raise StoryDataError(path, 1, f"unknown header {','.join(header)!r}; expected {','.join(HEADER)} "
+                                      f"(or the 2016/2017 Story Cloze columns)")
+    id_col, sent_cols = cols
+    stories, seen = [], set()
+    for row in rows:
+        line = rows.line_num
+        if not any(c.strip() for c in row):
+            continue
+        rec = dict(zip(header, row))
+        if len(sent_cols) == 7:  # Story Cloze: four sentences, two endings, the right one's number
+            right = rec.get(sent_cols[6], "").strip()
+            if right not in ("1", "2"):
+                raise StoryDataError(path, line, f"AnswerRightEnding must be 1 or 2, got {right!r}")
+            texts = [rec.get(c, "") for c in sent_cols[:4]] + [rec.get(sent_cols[3 + int(right)], "")]
+        else:
+            texts = [rec.get(c, "") for c in sent_cols]
+        texts = [t.strip() for t in texts]
+        n = sum(bool(t) for t in texts)
+        if n < 5 or len(row) < len(header):
+            raise StoryDataError(path, line, f"a story needs five sentences, this row has {n}")
+        sid = rec.get(id_col, "").strip() or f"line{line}"
+        if sid in seen:
+            raise StoryDataError(path, line, f"story id {sid!r} appears twice")
+        seen.add(sid)
+        stories.append(Story(sid, rec.get("storytitle", "").strip(), texts))
     return stories
 
 

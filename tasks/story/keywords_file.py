@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from megazoo.tasks.story.data import StoryDataError
+from megazoo.tasks.story.data import StoryDataError, read_utf8
 from megazoo.tasks.story.inputs import STEPS
 
 
 def read_keywords(path, n_stories: int, data_name: str = "the data") -> list[list[list[str]]]:
     path = Path(path)
-    lines = [(i, ln) for i, ln in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1) if ln.strip()]
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such keywords file (JSONL, four lists of keywords per story)")
+    lines = [(i, ln) for i, ln in enumerate(read_utf8(path).split("\n"), start=1) if ln.strip()]
     out = []
     for number, line in lines:
         try:

@@ -14,6 +14,7 @@ import json
 import os
 import re
 from collections import defaultdict
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,9 +64,12 @@ def _relation(text: str) -> str:
 
 def read_conceptnet(path) -> list[Triple]:
     """The English assertions of a ConceptNet 5 CSV (tab-separated, five fields)."""
+    from megazoo.tasks.story.data import utf8_lines
+
     out = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
+    lines = utf8_lines(path, KnowledgeError)
+    with closing(lines):
+        for number, line in enumerate(lines, start=1):
             line = line.rstrip("\n")
             if not line.strip():
                 continue
@@ -89,9 +93,12 @@ def read_conceptnet(path) -> list[Triple]:
 
 def read_tsv(path) -> list[Triple]:
     """head<TAB>relation<TAB>tail lines."""
+    from megazoo.tasks.story.data import utf8_lines
+
     out = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
+    lines = utf8_lines(path, KnowledgeError)
+    with closing(lines):
+        for number, line in enumerate(lines, start=1):
             line = line.rstrip("\n")
             if not line.strip() or line.startswith("#"):
                 continue
@@ -109,8 +116,11 @@ def read_knowledge(path) -> list[Triple]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such knowledge file (a ConceptNet CSV or a head<TAB>relation<TAB>tail TSV)")
-    with open(path, encoding="utf-8") as f:
-        first = next((ln for ln in f if ln.strip() and not ln.startswith("#")), "")
+    from megazoo.tasks.story.data import utf8_lines
+
+    lines = utf8_lines(path, KnowledgeError)
+    with closing(lines):
+        first = next((ln for ln in lines if ln.strip() and not ln.startswith("#")), "")
     return read_conceptnet(path) if first.count("\t") == 4 else read_tsv(path)
 
 

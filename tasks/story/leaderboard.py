@@ -13,6 +13,7 @@ of the gold sentences come with it.
 from __future__ import annotations
 
 from megazoo.eval.registry import Evaluation
+from megazoo.eval.suite_options import suite_int
 
 METRICS = ("control_rate", "repeat_4", "distinct_4", "ppl")
 
@@ -25,14 +26,18 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     from megazoo.tasks.story.knowledge import KnowledgeBase
     from megazoo.tasks.story.loop import write_stories
     from megazoo.tasks.story.models import Decoder
+    from megazoo.tasks.story.cli_common import MAX_BATCH, MAX_KEYWORDS, MAX_NEW_TOKENS, MAX_STORIES
     from megazoo.tasks.story.ppl import story_perplexity
 
+    limit = suite_int(entry, "limit", 0, 0, MAX_STORIES)  # 0: all
+    keywords = suite_int(entry, "keywords", 2, 1, MAX_KEYWORDS)
+    new = suite_int(entry, "max_new_tokens", 32, 1, MAX_NEW_TOKENS)
+    batch = suite_int(entry, "batch_size", 16, 1, MAX_BATCH)
     stories = [delexicalise(s) for s in read_rocstories(path)]
-    limit = int(entry.get("limit", 0))
     stories = stories[:limit] if limit > 0 else stories
-    given = [story_keywords(s.sentences, int(entry.get("keywords", 2)))[1:] for s in stories]
+    given = [story_keywords(s.sentences, keywords)[1:] for s in stories]
     kb = KnowledgeBase.load(entry["knowledge"]) if entry.get("knowledge") else None
-    gen = Decoder(checkpoint, int(entry.get("max_new_tokens", 32)), int(entry.get("batch_size", 16)))
+    gen = Decoder(checkpoint, new, batch)
     records = write_stories(stories, gen, given, None, kb)
     sentences = [r["sentences"] for r in records]
     return {"control_rate": control_rate(sentences, given), "repeat_4": repeat_4(sentences),

@@ -79,7 +79,9 @@ def read_ranker_jsonl(path) -> list[dict]:
     if not path.is_file():
         raise DataError(f"{path}: no such file (`megazoo task story label` writes the ranker's JSONL)")
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+    from megazoo.tasks.story.data import read_utf8
+
+    for number, line in enumerate(read_utf8(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:

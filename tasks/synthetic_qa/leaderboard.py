@@ -9,12 +9,14 @@ v1.1/v2.0 file, as the official script scores them.
 from __future__ import annotations
 
 from megazoo.eval.registry import Evaluation
+from megazoo.eval.suite_options import suite_int
 
 
 def run(checkpoint: str, path: str, entry: dict) -> dict:
+    from megazoo.tasks.synthetic_qa.cli_common import MAX_BATCH
     from megazoo.tasks.synthetic_qa.evaluate_stage import evaluate_checkpoint
 
-    r = evaluate_checkpoint(path, checkpoint, entry.get("batch_size", 32))["result"]
+    r = evaluate_checkpoint(path, checkpoint, suite_int(entry, "batch_size", 32, 1, MAX_BATCH))["result"]
     return {**r["metrics"], "n": r["n"]}
 
 

@@ -17,10 +17,11 @@ class NotSyntheticQACheckpoint(ValueError):
 
 def read_meta(checkpoint, kind: str | None = None) -> tuple[Path, dict]:
     from megazoo.core.checkpoint import CheckpointError, open_checkpoint
+    from megazoo.eval.readers.common import MissingFile
 
     path = Path(checkpoint)
     if not path.exists():
-        raise FileNotFoundError(f"checkpoint {path} does not exist")
+        raise MissingFile(f"checkpoint {path} does not exist")
     if (path / "model.yaml").is_file() or (path / "config.json").is_file():
         raise NotSyntheticQACheckpoint(f"{path} is a model folder, not a synthetic_qa training checkpoint; train "
                                        f"it with `megazoo task synthetic_qa train synthetic_qa --set "

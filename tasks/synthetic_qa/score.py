@@ -16,7 +16,8 @@ The versions differ at the edges, and this module keeps each difference:
 A question without a prediction is reported (`missing`) and scored 0, as evaluate-v1.1.py does
 ("Unanswered question ... will receive score 0"); evaluate-v2.0.py prints "Missing prediction"
 and then fails on its HasAns split, so here it is scored 0 for v2.0 as well. Predictions for ids
-that are not in the data are ignored, as both scripts do.
+that are not in the data are ignored, as both scripts do. The score stage is stricter: `check_ids`
+refuses a predictions file with either (most often a file of another split, or an incomplete run).
 """
 
 from __future__ import annotations
@@ -96,3 +97,20 @@ def read_predictions(path: str | os.PathLike) -> dict:
         if not isinstance(v, str):
             raise SquadFormatError(path, 1, f"the prediction for {k!r} must be a string, got {type(v).__name__}")
     return dict(obj)
+
+
+def check_ids(questions: list, predictions: dict, data, source, what: str = "predictions") -> None:
+    """Refuse (ValueError, one line naming both files) `predictions` {id: ...} that are not for
+    exactly the questions of `data`: ids the data lacks, or questions left without one."""
+    ids = {q.id for q in questions}
+    extra = [k for k in predictions if k not in ids]
+    lacking = [q.id for q in questions if q.id not in predictions]
+    if not extra and not lacking:
+        return
+    parts = []
+    if extra:
+        parts.append(f"{len(extra)} ids that {data} does not have (e.g. {extra[0]!r})")
+    if lacking:
+        parts.append(f"nothing for {len(lacking)} of its {len(ids)} questions (e.g. {lacking[0]!r})")
+    raise ValueError(f"{source}: {what} for other questions than {data}: {' and '.join(parts)}; give the "
+                     f"{what} of exactly this data file")

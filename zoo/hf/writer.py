@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import errno
 import json
+import os
 import re
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -25,6 +29,53 @@ def parse_size(size) -> int:
     unit = (m.group(2) or "B").upper()
     mult = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}[unit]
     return int(float(m.group(1)) * mult)
+
+
+MIN_SHARD, MAX_SHARD = 1000, 10**13  # 1 KB .. 10 TB: a shard per tensor at most, one file at least
+
+
+def shard_size(text: str) -> int:
+    """An argparse type: --max-shard-size (2GB, 500MB, 50KB, bytes), bounded."""
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not MIN_SHARD <= value <= MAX_SHARD:
+        raise argparse.ArgumentTypeError(f"must be between 1KB and 10TB, got {text!r} ({value} bytes)")
+    return value
+
+
+def _is_output(name, out: Path) -> bool:
+    """`name` (an OSError's file) is the output folder, in it, or the scratch folder beside it."""
+    path = Path(os.path.abspath(os.fspath(name)))
+    out = Path(os.path.abspath(out))
+    scratch = f".{out.name}.tmp-"
+    return path == out or out in path.parents or any(
+        p.parent == out.parent and p.name.startswith(scratch) for p in (path, *path.parents))
+
+
+@contextmanager
+def output_errors(out, what: str):
+    """Name the output folder `out` in a failure to write it (a full disk, an I/O error): the
+    OSError gets `out` as its file and says what was being written, so the line never blames an
+    input. safetensors reports a failed write as its own error type: it becomes an OSError too
+    (its errno kept: ENOSPC stays a runtime failure, exit 1). Errors about other files pass."""
+    out = Path(out)
+    try:
+        yield
+    except OSError as err:
+        if err.errno is None or (err.filename is not None and not _is_output(err.filename, out)):
+            raise  # a refusal with its own message, or a file that is not the output
+        code = err.errno
+        raise OSError(code, f"{os.strerror(code)} while writing {what}; nothing was replaced (an old {out.name} "
+                            f"is intact)", str(out)) from err
+    except Exception as err:
+        if type(err).__name__ != "SafetensorError":
+            raise
+        found = re.search(r"code: (\d+)", str(err))
+        code = int(found.group(1)) if found else errno.EIO
+        raise OSError(code, f"{os.strerror(code)} while writing {what}; nothing was replaced (an old {out.name} "
+                            f"is intact)", str(out)) from err
 
 
 def write_weights(folder: Path, state: dict[str, torch.Tensor], max_shard_size="2GB") -> list[str]:

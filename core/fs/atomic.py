@@ -8,16 +8,21 @@ never a half-written file, and a failed write leaves no temporary file behind.
     with atomic_folder(out_dir) as tmp: ...         # a whole folder (model exports, tokenizers)
 
 The temporary file sits beside the target (os.replace is atomic only within one file system), has
-a unique name ending in `.tmp` (concurrent writers do not collide, and checkpoint clean-up knows
-the suffix) and the usual permissions (created like open() does, not 0600 as mkstemp makes it).
+a unique name ending in `.tmp` that carries the writer's pid (`NAME.mzPID-HEX.tmp`: concurrent
+writers do not collide, checkpoint clean-up knows the suffix, and the next writer of the same target
+removes what a killed one left) and the usual permissions (created like open() does, not 0600 as
+mkstemp makes it). Scratch folders are `.NAME.tmp-PID-XXXX` with a marker file inside: only folders
+that carry the marker and whose process is gone are ever removed by a later run.
 With fsync=True the data is flushed to disk before the rename and the directory after it, so the
 rename itself survives a crash.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -35,12 +40,73 @@ def fsync_path(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
+SCRATCH_MARKER = ".megazoo-scratch"  # inside every scratch folder megazoo makes: proof that it made it
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs on this machine (a scratch name's owner)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def sweep_stale(target: str | os.PathLike) -> None:
+    """Remove what a killed writer of `target` left beside it: temporary files `NAME.mzPID-HEX.tmp`
+    and marked scratch folders `.NAME.tmp-PID-*` of processes that are gone. A folder moved aside by
+    an interrupted overwrite (`.NAME.old-PID-HEX`) is put back when the target is missing (the new
+    one never arrived) and removed when the target is there (the new one is complete)."""
+    target = Path(target)
+    parent = target.parent
+    if not parent.is_dir():
+        return
+    name = re.escape(target.name)
+    tmp_file = re.compile(rf"{name}\.mz(\d+)-[0-9a-f]{{8}}\.tmp")
+    tmp_dir = re.compile(rf"\.{name}\.tmp-(\d+)-[^/]+")
+    old_dir = re.compile(rf"\.{name}\.old-(\d+)-[0-9a-f]{{8}}")
+    try:
+        siblings = list(parent.iterdir())
+    except OSError:
+        return
+    for sib in siblings:
+        if m := tmp_file.fullmatch(sib.name):
+            if sib.is_file() and not sib.is_symlink() and not pid_alive(int(m.group(1))):
+                sib.unlink(missing_ok=True)
+        elif m := tmp_dir.fullmatch(sib.name):
+            if (sib.is_dir() and not sib.is_symlink() and (sib / SCRATCH_MARKER).is_file()
+                    and not pid_alive(int(m.group(1)))):
+                shutil.rmtree(sib, ignore_errors=True)
+        elif m := old_dir.fullmatch(sib.name):
+            if sib.is_symlink() or pid_alive(int(m.group(1))):
+                continue
+            if not os.path.lexists(target):
+                os.replace(sib, target)  # the interrupted overwrite's old content comes back
+            elif sib.is_dir():
+                shutil.rmtree(sib, ignore_errors=True)
+            else:
+                sib.unlink(missing_ok=True)
+
+
+def scratch_folder(out: str | os.PathLike) -> Path:
+    """A new, uniquely named, marked scratch folder beside `out` (created by this call)."""
+    out = Path(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+    (tmp / SCRATCH_MARKER).write_text(f"{os.getpid()}\n")
+    return tmp
+
+
 @contextmanager
 def atomic_file(path: str | os.PathLike, mode: str = "wb", fsync: bool = False,
                 encoding: str | None = None) -> Iterator[IO]:
     """Open a temporary sibling of `path` for writing; on success it replaces `path`."""
     path = Path(path)
-    tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
+    sweep_stale(path)
+    tmp = path.with_name(f"{path.name}.mz{os.getpid()}-{secrets.token_hex(4)}.tmp")
     if "b" not in mode and encoding is None:
         encoding = "utf-8"
     try:
@@ -108,10 +174,14 @@ def atomic_folder(out: str | os.PathLike, overwrite: bool = False) -> Iterator[P
     failure leaves nothing half-written and an existing folder is replaced only on success (a
     non-empty one only with `overwrite`)."""
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(errno.EEXIST, "is a file, not a folder; choose another folder", str(out))
     if out.exists() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
+        raise FileExistsError(errno.EEXIST, "exists and is not empty; choose another folder or pass --overwrite",
+                              str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    sweep_stale(out)
+    tmp = scratch_folder(out)
     try:
         yield tmp
     except BaseException:
@@ -119,8 +189,9 @@ def atomic_folder(out: str | os.PathLike, overwrite: bool = False) -> Iterator[P
         raise
     old = None
     if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        old = out.parent / f".{out.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
         os.replace(out, old)
     os.replace(tmp, out)
+    (out / SCRATCH_MARKER).unlink(missing_ok=True)  # after the rename: a killed run's scratch stays marked
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
