@@ -52,8 +52,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.slow_list", description=__doc__.split("\n\n")[0])
     parser.add_argument("log", help="the output of a whole-suite run with --durations=0")
     parser.add_argument("--budget", type=float, default=110,
-                        help="seconds of measured test time the quick tier may take (110: 3 min 53 s with pytest's own
-                        start-up and the ~1,000 tests too short to be listed, measured on 2 cores)")
+                        help="seconds of measured test time the quick tier may take (110 gave 3 min 53 s on 2 "
+                             "cores, with pytest's start-up and the ~1,000 tests too short to be listed)")
     args = parser.parse_args(argv)
     cost, heavy = costs(Path(args.log).read_text(encoding="utf-8"))
     slow, quick = split(cost, heavy, args.budget)
