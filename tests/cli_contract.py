@@ -16,7 +16,7 @@ import contextlib
 import importlib
 import io
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from megazoo.core.fs.policy import ATTR
@@ -91,7 +91,7 @@ def inputs_of(cmd: Command) -> list[argparse.Action]:
     return [a for a in cmd.parser._actions if role(a) is not None and role(a).role == "input"]
 
 
-def _excluded(cmd: Command) -> set[argparse.Action]:
+def excluded(cmd: Command) -> set[argparse.Action]:
     """Members of mutually exclusive groups other than the first: never given together."""
     out = set()
     for group in cmd.parser._mutually_exclusive_groups:
@@ -124,24 +124,15 @@ class Case:
     target: Path  # the output under test: may change (unless `refused`)
     refused: bool  # the command must refuse (exit 2) and change nothing at all
     cwd: Path | None = None
-    note: str = ""
-
-
-@dataclass
-class Layout:
-    """The files of one case: inputs and bystanders, all of which must survive."""
-
-    root: Path
-    values: dict = field(default_factory=dict)  # action -> path given
 
 
 def build_argv(cmd: Command, values: dict) -> list[str]:
     """The command line with `values` (action -> str) for path arguments and plain values elsewhere.
     Positionals go in parser order; optional declared inputs are given too, so each can be tested."""
     argv = list(cmd.words)
-    excluded = _excluded(cmd)
+    skip = excluded(cmd)
     for action in cmd.parser._actions:
-        if action in excluded or isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+        if action in skip or isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
         if action in values:
             _put(argv, action, str(values[action]))
@@ -155,8 +146,9 @@ def build_argv(cmd: Command, values: dict) -> list[str]:
 def make_inputs(cmd: Command, root: Path) -> dict:
     """An existing file for every declared input (the policy is checked before anything is read)."""
     values = {}
+    skip = excluded(cmd)
     for i, action in enumerate(inputs_of(cmd)):
-        if action in _excluded(cmd):
+        if action in skip:
             continue
         if role(action).kind == "folder":
             folder = root / f"input{i}"
@@ -173,8 +165,9 @@ def make_inputs(cmd: Command, root: Path) -> dict:
 def scenarios(cmd: Command, root: Path) -> list[Case]:
     """The contract's cases for every declared output of `cmd`, with their files made under `root`."""
     cases: list[Case] = []
+    skip = excluded(cmd)
     for k, out in enumerate(outputs_of(cmd)):
-        if out in _excluded(cmd):
+        if out in skip:
             continue
         folder_kind = role(out).kind == "folder"
 
@@ -186,7 +179,7 @@ def scenarios(cmd: Command, root: Path) -> list[Case]:
 
         # output = input, for every input
         for action in inputs_of(cmd):
-            if action in _excluded(cmd):
+            if action in skip:
                 continue
             case_root, values = fresh(f"eq-{action.dest}")
             values[out] = values[action]
@@ -223,8 +216,7 @@ def scenarios(cmd: Command, root: Path) -> list[Case]:
         case_root, values = fresh("overwrite")
         target = existing_target(case_root, folder_kind)
         values[out] = target
-        cases.append(Case(f"{out.dest} exists --overwrite", build_argv(cmd, values) + ["--overwrite"], target, False,
-                          note="overwrite"))
+        cases.append(Case(f"{out.dest} exists --overwrite", build_argv(cmd, values) + ["--overwrite"], target, False))
         # a target spelled with `..` that names a non-empty folder
         case_root, values = fresh("dotdot")
         (case_root / "box" / "sub").mkdir(parents=True)
@@ -250,8 +242,7 @@ def scenarios(cmd: Command, root: Path) -> list[Case]:
                 sib.mkdir()
                 (sib / "mine.txt").write_text("named like a scratch folder, but the user's\n")
         values[out] = target
-        cases.append(Case(f"{out.dest} beside scratch-like siblings", build_argv(cmd, values), target, False,
-                          note="fresh"))
+        cases.append(Case(f"{out.dest} beside scratch-like siblings", build_argv(cmd, values), target, False))
     return cases
 
 

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.cli_contract import commands, role, snapshot
+from tests.cli_contract import commands, excluded, role, snapshot
 
 BAD_NUMBERS = ("0", "-1", "-5", "abc", "", "1.5", "1e9", "99999999999999999999", "nan", "inf", "-inf", "1e308")
 GOOD_INTS = ("1", "2", "3")
@@ -92,12 +92,10 @@ def invocation(cmd, rng: random.Random, pools: dict, out_dir: Path) -> tuple[lis
     """One command line with exactly one or two bad values (or an unknown flag) among good ones, and
     the values it gives its outputs."""
     argv = list(cmd.words)
-    excluded = set()
-    for group in cmd.parser._mutually_exclusive_groups:
-        excluded.update(group._group_actions[1:])
+    skip = excluded(cmd)
     picked = []
     for action in cmd.parser._actions:
-        if action in excluded or isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+        if action in skip or isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
         if action.nargs == argparse.REMAINDER:
             continue

@@ -159,15 +159,21 @@ def _label(action: argparse.Action) -> str:
     return action.option_strings[-1] if action.option_strings else (action.metavar or action.dest).upper()
 
 
-def declared(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Declared]:
-    """The paths declared on `parser` (and on the subcommand chosen in `args`) with their values."""
-    found: list[Declared] = []
+def _chosen_actions(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """The actions of `parser` and of the subcommand chosen in `args` (recursively)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             chosen = getattr(args, action.dest, None)
             if chosen in action.choices:
-                found += declared(action.choices[chosen], args)
-            continue
+                yield from _chosen_actions(action.choices[chosen], args)
+        else:
+            yield action
+
+
+def declared(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Declared]:
+    """The paths declared on `parser` (and on the subcommand chosen in `args`) with their values."""
+    found: list[Declared] = []
+    for action in _chosen_actions(parser, args):
         role = getattr(action, ATTR, None)
         value = getattr(args, action.dest, None)
         if role is None or value is None:
@@ -185,30 +191,8 @@ def enforce(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not outputs:
         return
     check_paths([d for d in items if d.role.role == "input"], outputs, bool(getattr(args, "overwrite", False)))
-    _resolve_outputs(parser, args)
-
-
-def _resolve_outputs(parser, args) -> None:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            chosen = getattr(args, action.dest, None)
-            if chosen in action.choices:
-                _resolve_outputs(action.choices[chosen], args)
-            continue
+    for action in _chosen_actions(parser, args):
         role = getattr(action, ATTR, None)
         value = getattr(args, action.dest, None)
-        if role is None or role.role != "output" or not isinstance(value, str) or not value:
-            continue
-        setattr(args, action.dest, str(resolve(value)))
-
-
-def roles(parser: argparse.ArgumentParser) -> list[tuple[argparse.Action, PathRole | None]]:
-    """Every action of `parser` and its subcommands with its declared role (None: not a path)."""
-    out = []
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in dict.fromkeys(action.choices.values()):
-                out += roles(sub)
-        else:
-            out.append((action, getattr(action, ATTR, None)))
-    return out
+        if role is not None and role.role == "output" and isinstance(value, str) and value:
+            setattr(args, action.dest, str(resolve(value)))
