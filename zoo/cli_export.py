@@ -38,13 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     import torch
 
-    from megazoo.core.fs import check_apart
     from megazoo.zoo.hf import ADAPTER_FILE, config_from_dict, export_hf, split_adapters, unpad_heads
     from megazoo.zoo.hf.writer import output_errors
     from megazoo.zoo.io import load_model, read_meta, tokenizer_dir
 
-    # errors are ValueErrors (CheckpointError, HFExportError: exit 2) or OSErrors, one line at the boundary
-    check_apart(args.checkpoint, args.out_dir)  # before anything is read or replaced
+    # the output policy checked CHECKPOINT against OUT_DIR before this ran (core/fs/policy.py); errors are
+    # ValueErrors (CheckpointError, HFExportError: exit 2) or OSErrors, one line at the boundary
     arch, cfg_dict, state = load_model(args.checkpoint)
     cfg = config_from_dict(arch, cfg_dict)
     # imported with --pad-heads (recorded in an import-hf folder's model.yaml; training checkpoints have none)

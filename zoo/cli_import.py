@@ -54,10 +54,13 @@ def import_checkpoint(hf_dir, out, tp: int = 1, pp: int = 1, sp: bool = False, g
     checkpoint (with the tokenizer files). Returns (source, arch, config, state)."""
     from megazoo.zoo.hf import SUPPORTED_MODEL_TYPES, check_layout, convert_from_hf
     from megazoo.zoo.hf.common import read_hf
-    from megazoo.core.fs import check_apart
+    from megazoo.core.fs import Declared, PathRole, check_paths
     from megazoo.zoo.io import save_model
 
-    check_apart(hf_dir, out, inside_ok=not overwrite)  # before anything is read or replaced
+    # the output policy's rules for callers from Python too (the CLI has checked them already), before
+    # anything is read or replaced
+    check_paths([Declared("HF_DIR", str(hf_dir), PathRole("input", "folder"))],
+                [Declared("OUT", str(out), PathRole("output", "folder"))], overwrite)
     source = read_hf(hf_dir, SUPPORTED_MODEL_TYPES, gguf_file)
     arch, cfg, state = convert_from_hf(None, source=source)
     extra = {}

@@ -148,26 +148,6 @@ def inside(folder: str | os.PathLike, name) -> bool:
     return (folder / name).resolve().parent == folder
 
 
-def check_apart(source: str | os.PathLike, out: str | os.PathLike, inside_ok: bool = False) -> None:
-    """Refuse (ValueError) an output folder that is or contains the input `source` (replacing it
-    would delete the input) or lies inside it (it would replace or mix into part of the input;
-    `inside_ok` allows that where only a new folder can be added, as without --overwrite).
-    Links are followed."""
-    src, dst = Path(source).resolve(), Path(out).resolve()
-    if src == dst:
-        relation = "is"
-    elif src in dst.parents:
-        if inside_ok:
-            return
-        relation = "lies inside"
-    elif dst in src.parents:
-        relation = "contains"
-    else:
-        return
-    raise ValueError(f"the output folder {out} {relation} the input {source}; writing it would replace or "
-                     f"damage the input. Choose an output folder outside {source} (nothing was changed)")
-
-
 @contextmanager
 def atomic_folder(out: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
     """Write into a temporary sibling folder and move it into place only when complete, so a
