@@ -61,13 +61,14 @@ def main() -> int:
 
     import torch
 
+    from megazoo.eval.taskkit import write_evaluation
     from megazoo.tasks.bias.data import load_posts
     from megazoo.tasks.bias.generate import shipped_dir
     from megazoo.tasks.bias.model import load_lm, model_key
     from megazoo.tasks.bias.pipeline import Repository, evaluate_posts
     from megazoo.tasks.bias.prompts import load_template
     from megazoo.tasks.bias.scoring import ScoreCache
-    from megazoo.tasks.bias.selection import default_embedder_dir
+    from megazoo.zoo.assets import default_embedder_dir
     from megazoo.tasks.bias.study import parse_shots, parse_sizes, plot_study, run_study
     from megazoo.zoo.embed import Embedder
 
@@ -91,6 +92,7 @@ def main() -> int:
         t = time.time()
         r = evaluate_posts(lm, test, support, template, shots, selection, args.seed, dev, cache, args.batch, True)
         r["seconds"] = round(time.time() - t, 1)
+        r["shots"], r["selection"] = shots, selection
         runs[name] = r
         print(f"{name:>9}: AUC {fmt(r)}  F1@0.5 {r['metrics']['f1']:.3f}  F1@dev {r['metrics']['f1_tuned']:.3f}  "
               f"({r['seconds']} s)", flush=True)
@@ -107,10 +109,10 @@ def main() -> int:
                "loadavg": load, "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
                "machine": platform.processor() or platform.machine()}
     (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    for name, r in runs.items():
-        with open(out_dir / f"{name}.predictions.jsonl", "w") as f:
-            for p in r["predictions"]:
-                f.write(json.dumps(p) + "\n")
+    for name, r in runs.items():  # each run as the evaluate stage writes it: NAME.json, NAME.predictions.jsonl
+        write_evaluation(out_dir / f"{name}.json", "bias", r["n"], r["metrics"], r["predictions"],
+                         category=args.category, ci=r["ci"], threshold=r["threshold"], shots=r["shots"],
+                         selection=r["selection"])
     section = render(results, png)
     (out_dir / "section.md").write_text(section)
     print(section)
@@ -122,7 +124,7 @@ def render(res: dict, png: Path) -> str:
     lines = [SECTION, "",
              f"SmolLM2-135M-Instruct (the offline GGUF, fp32, scored through transformers) detects the `{res['category']}` "
              f"category with few-shot instruction prompts, no fine-tuning: p(\" Yes\") / (p(\" Yes\") + p(\" No\")) after "
-             f"the prompt. Data: the hand-written SBIC-format set of `megazoo task bias generate` (generated data, "
+             f"the prompt. Data: the hand-written SBIC-format set of `megazoo task bias data` (generated data, "
              f"mild posts: plain or complaining vs insults and crude language; not SBIC, not the paper's benchmark): "
              f"support {res['n_support']} posts, dev {res['n_dev']}, test {res['n_test']}. Exemplars: {res['shots']} "
              f"per prompt, class-balanced; kNN in all-MiniLM-L6-v2 space (the paper's selection) against a random "

@@ -1,10 +1,10 @@
 """BioMegatron benchmark on generated data, on CPU: (a) the vocabulary report, (b) the imported
 all-MiniLM-L6-v2 fine-tuned for NER, relation extraction and QA through the core trainer (the
-shipped biomed-ner / biomed-re / biomed-qa recipes, as `megazoo task biomed finetune` runs them).
+shipped biomed-ner / biomed-re / biomed-qa recipes, as `megazoo task biomed train` runs them).
 
     python bench/bench_biomed.py [--out-dir runs/bench-biomed] [--only vocab,ner,re,qa] [--write-results]
 
-(a) `megazoo task biomed generate` writes text/bio.txt (corpus sentences with train-pool medical
+(a) `megazoo task biomed data` writes text/bio.txt (corpus sentences with train-pool medical
 terms), text/general.txt (the same embedded-corpus sentences, no terms) and text/heldout_terms.txt
 (terms of the test pools, in neither text). Two WordPiece vocabularies of the same size are trained
 the same way (`megazoo tokenizer train`, min frequency 2), uncased and cased; the report compares
@@ -110,15 +110,15 @@ def finetune(kind: str, out: Path, data: Path, minilm: Path) -> dict:
     import shutil
 
     from megazoo.core.train.trainer import train
-    from megazoo.tasks.biomed.cli_finetune import load_biomed_recipe
+    from megazoo.tasks.biomed.cli import STAGES
     from megazoo.tasks.biomed.evaluate import write_evaluation
     from megazoo.tasks.biomed.evaluate_stage import evaluate_checkpoint
 
     run = out / f"finetune-{kind}"
     if run.exists():
         shutil.rmtree(run)
-    cfg = load_biomed_recipe(f"biomed-{kind}", [f"train.init_from={minilm}", f"data.path={data / kind}",
-                                                 f"log.dir={run}", *SETTINGS[kind], *COMMON])
+    cfg = STAGES["train"].load(f"biomed-{kind}", [f"train.init_from={minilm}", f"data.path={data / kind}",
+                                                   f"log.dir={run}", *SETTINGS[kind], *COMMON])
     load0, cpu0, t0 = os.getloadavg(), cpu_seconds(), time.perf_counter()
     summary = train(cfg)
     wall, cpu, load1 = time.perf_counter() - t0, cpu_seconds() - cpu0, os.getloadavg()
@@ -131,7 +131,7 @@ def finetune(kind: str, out: Path, data: Path, minilm: Path) -> dict:
 
 
 def section(record: dict) -> str:
-    lines = [SECTION, "", "Generated data (`megazoo task biomed generate`, seed 0): medical terms of Debian's "
+    lines = [SECTION, "", "Generated data (`megazoo task biomed data`, seed 0): medical terms of Debian's "
              "hunspell-en-med list placed in embedded-corpus sentences (NER), ChemProt-style relation templates "
              "(RE), BioASQ-style factoid paragraphs (QA); entity names of the test split never occur in training. "
              "Not the BC5CDR / NCBI / ChemProt / BioASQ benchmarks: the figures are not comparable with the paper's.",
@@ -204,7 +204,7 @@ def main(argv=None) -> int:
     t_all = time.perf_counter()
     data = out / "data"
     if not data.exists():
-        assert megazoo(["task", "biomed", "generate", str(data), "--seed", "0", "--ner", str(SIZES["ner"]),
+        assert megazoo(["task", "biomed", "data", str(data), "--seed", "0", "--ner", str(SIZES["ner"]),
                         "--re", str(SIZES["re"]), "--qa", str(SIZES["qa"]), "--qa-sentences", str(QA_SENTENCES)]) == 0
     minilm = out / "minilm"
     if not minilm.exists():

@@ -145,8 +145,6 @@ def main() -> None:
     if args.section_only:
         return resection()
 
-    from sklearn.metrics import roc_auc_score
-
     from megazoo.curate import quality
     from megazoo.curate.eval_sets import benchmark_texts, ngram_index, tokens
     from megazoo.curate.executor import DaskExecutor, LocalExecutor
@@ -155,6 +153,7 @@ def main() -> None:
     from megazoo.curate.planted import generate, precision_recall
     from megazoo.curate.report import plot
     from megazoo.curate.shards import iter_output
+    from megazoo.eval.metrics import roc_auc  # scikit-learn's roc_auc_score
 
     out = Path(args.out_dir)
     marker = out / ".bench_curate"  # the bench replaces only a folder it made itself (nothing lost)
@@ -211,11 +210,11 @@ def main() -> None:
         model = quality.train(reference, [docs[i] for i in ids if i not in held])
         test = sorted(i for i in held if i in low or i.startswith("clean-"))
         scores = quality.score(model, [docs[i] for i in test])
-    auc = roc_auc_score([0 if i in low else 1 for i in test], scores)
+    auc = roc_auc(scores, [0 if i in low else 1 for i in test])
     kinds = {}
     for kind in ("symbols", "boilerplate", "short", "salad", "spam"):
         sub = [(0 if i in low else 1, s) for i, s in zip(test, scores) if i.startswith(f"low-{kind}") or i.startswith("clean-")]
-        kinds[kind] = round(roc_auc_score([y for y, _ in sub], [s for _, s in sub]), 4)
+        kinds[kind] = round(roc_auc([s for _, s in sub], [y for y, _ in sub]), 4)
     results["quality"] = {**c.record(), "roc_auc": round(auc, 4), "roc_auc_by_kind": kinds,
                           "held_out_clean": sum(1 for i in test if i not in low),
                           "held_out_low": sum(1 for i in test if i in low), "reference": len(reference)}

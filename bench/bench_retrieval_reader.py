@@ -10,7 +10,7 @@ the ICT + supervised retriever in runs/bench-retrieval/finetune/checkpoints).
 data/nq-devtest.json); --retriever-lr-scale sets the e2e query tower's rate as a multiple of --lr
 (task.retriever_lr_scale).
 
-Both runs go through the core trainer (reader_builder.py) and start from the same reader (MiniLM)
+Both runs go through the core trainer (tasks/retrieval/reader/builder.py) and start from the same reader (MiniLM)
 and retriever, with the same steps, questions, learning rate and seed; the only difference is
 whether the reader's passage posterior trains the query tower (with the training questions
 re-retrieved every --refresh steps). Writes OUT/reader2-{reader,e2e}/ and bench/retrieval_reader.md
@@ -96,7 +96,8 @@ def main() -> None:
         r = run_stage(stage, args, retriever, out, out / run_name(stage, args))
         r["wall_s"], r["cpu_s"] = time.perf_counter() - t1, cpu_s() - c1
         records[stage] = r
-        print(stage, r["metrics"], f"{r['wall_s']:.0f} s wall, {r['cpu_s']:.0f} s CPU", flush=True)
+        print(stage, ", ".join(f"{k} {100 * v:.1f}%" for k, v in r["metrics"].items()),
+              f"{r['wall_s']:.0f} s wall, {r['cpu_s']:.0f} s CPU", flush=True)
     if args.stage != "both":
         return
     write_reader_section(args, out, records, time.perf_counter() - t0, cpu_s() - c0)
@@ -121,8 +122,8 @@ def seeds_section(args, out: Path) -> str:
         for stage in ("reader", "e2e"):
             run = out / run_name(stage, args)
             r = json.loads((run / "reader.json").read_text())
-            preds[stage] = [p["em"] for p in json.loads((run / "reader.predictions.json").read_text())["predictions"]]
-            m = r["metrics"]
+            preds[stage] = [json.loads(line)["em"] for line in (run / r["predictions"]).read_text().splitlines()]
+            m = points(r["metrics"])
             ems[stage].append(m["em"])
             rows.append(f"| {seed} | {'fixed retrieval' if stage == 'reader' else 'end-to-end'} | {m['em']:.1f} | "
                         f"{m[f'top{k}_recall']:.1f} | {m['retrieval_top1']:.1f} | {m['retrieval_top5']:.1f} | "
@@ -162,10 +163,11 @@ def stage_settings(stage: str, args) -> list[str]:
 
 
 def run_stage(stage: str, args, retriever, out: Path, log_dir: Path, extra=()) -> dict:
-    """One stage on the core trainer (reader_cli.train_reader), no checkpoints (the bench keeps metrics)."""
-    from megazoo.tasks.retrieval.reader_cli import load_recipe, train_reader
+    """One stage on the core trainer (reader/train.py train_reader), no checkpoints (the bench keeps metrics)."""
+    from megazoo.tasks.retrieval.reader.train import train_reader
+    from megazoo.tasks.retrieval.stages import load_recipe
 
-    cfg = load_recipe(stage, f"retrieval-{stage}", [
+    cfg = load_recipe(f"retrieval-{stage}", [
         f"task.retriever={retriever}", f"train.init_from={out / 'minilm'}", f"data.path={out / 'data'}",
         f"task.top_k={args.top_k}", f"task.refresh_steps={args.refresh}", f"train.steps={args.steps}",
         f"train.micro_batch={args.batch}", f"train.global_batch={args.batch}", f"train.lr={args.lr}",
@@ -185,17 +187,23 @@ def mean(xs) -> float:
     return sum(xs) / max(1, len(xs))
 
 
+def points(metrics: dict) -> dict:
+    """The record's metrics (fractions, as eval/metrics gives them) in percentage points, for printing."""
+    return {k: 100 * v for k, v in metrics.items()}
+
+
 def write_reader_section(args, out: Path, records: dict, wall: float, cpu: float) -> None:
     k = args.top_k
     fixed, e2e = records["reader"], records["e2e"]
+    pts = {name: points(r["metrics"]) for name, r in records.items()}
     lines = [
         "### Reader: fixed retrieval vs end-to-end (individual top-k)",
         "",
-        f"Generated data (`megazoo task retrieval generate`, the embedded corpus), not NQ. CPU, torch {args.threads} "
+        f"Generated data (`megazoo task retrieval data`, the embedded corpus), not NQ. CPU, torch {args.threads} "
         f"threads, on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f} at the end); wall "
         f"{wall:.0f} s, CPU {cpu:.0f} s.",
         "",
-        f"Both on the core trainer (reader_builder.py). Reader: all-MiniLM-L6-v2 with a span head, {args.steps} steps "
+        f"Both on the core trainer (reader/builder.py). Reader: all-MiniLM-L6-v2 with a span head, {args.steps} steps "
         f"of {args.batch} training questions, each read over its top-{k} passages (marginal likelihood over passages "
         f"and answer occurrences), lr {args.lr:g} (warmup 10%, cosine). Retriever: the ICT + supervised checkpoint "
         f"above. End to end: the query tower trained too (lr {args.lr * args.retriever_lr_scale:g}), training "
@@ -206,13 +214,13 @@ def write_reader_section(args, out: Path, records: dict, wall: float, cpu: float
         f"| reader | EM | top-{k} answer recall | retrieval top-1 | top-5 | top-20 | train loss (first -> last 10 "
         f"steps) | test loss | wall (s) | CPU (s) |",
         "|---|---|---|---|---|---|---|---|---|---|",
-        *[f"| {name} | {r['metrics']['em']:.1f} | {r['metrics'][f'top{k}_recall']:.1f} | "
-          f"{r['metrics']['retrieval_top1']:.1f} | {r['metrics']['retrieval_top5']:.1f} | "
-          f"{r['metrics']['retrieval_top20']:.1f} | {mean(r['losses'][:10]):.2f} -> {mean(r['losses'][-10:]):.2f} | "
+        *[f"| {name} | {m['em']:.1f} | {m[f'top{k}_recall']:.1f} | "
+          f"{m['retrieval_top1']:.1f} | {m['retrieval_top5']:.1f} | "
+          f"{m['retrieval_top20']:.1f} | {mean(r['losses'][:10]):.2f} -> {mean(r['losses'][-10:]):.2f} | "
           f"{r['valid_loss']:.2f} | {r['wall_s']:.0f} | {r['cpu_s']:.0f} |"
-          for name, r in (("fixed retrieval", fixed), ("end-to-end", e2e))],
+          for name, r, m in (("fixed retrieval", fixed, pts["reader"]), ("end-to-end", e2e, pts["e2e"]))],
         "",
-        f"End-to-end training changes EM by {e2e['metrics']['em'] - fixed['metrics']['em']:+.1f} points over the reader "
+        f"End-to-end training changes EM by {pts['e2e']['em'] - pts['reader']['em']:+.1f} points over the reader "
         f"on fixed retrieval (one seed; {fixed['n']} questions, so one question is {100 / fixed['n']:.1f} points).",
         ""]
     (ROOT / "retrieval_reader.md").write_text("\n".join(lines))
@@ -223,15 +231,15 @@ def write_reader_section(args, out: Path, records: dict, wall: float, cpu: float
 
 def part_mss(args, out: Path) -> None:
     ict = out / "ict" / "checkpoints"
-    base = json.loads((out / "test-ict.json").read_text())["metrics"]
+    base = points(json.loads((out / "test-ict.json").read_text())["metrics"])
     t0, c0 = time.perf_counter(), cpu_s()
     r = run_stage("mss", args, ict, out, out / "mss2", ["task.passage_length=128"])
     wall, cpu = time.perf_counter() - t0, cpu_s() - c0
-    m = r["metrics"]
+    m = points(r["metrics"])
     lines = [
         "### Masked salient spans (REALM-style, from ICT)",
         "",
-        f"Generated data (`megazoo task retrieval generate`, the embedded corpus), not NQ. CPU, torch {args.threads} "
+        f"Generated data (`megazoo task retrieval data`, the embedded corpus), not NQ. CPU, torch {args.threads} "
         f"threads, on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f} at the end); wall "
         f"{wall:.0f} s, CPU {cpu:.0f} s.",
         "",

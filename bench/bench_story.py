@@ -100,7 +100,7 @@ def pipeline(out: Path, n_stories: int, only: set[str] | None = None, generator_
             "none": []}
     for name, extra in runs.items():
         st.run(f"generate_{name}", out / f"gen-{name}.jsonl",
-               megazoo("task", "story", "generate", *common, *extra, "--out", str(out / f"gen-{name}.jsonl"), "--overwrite"))
+               megazoo("task", "story", "sample", *common, *extra, "--out", str(out / f"gen-{name}.jsonl"), "--overwrite"))
     for name in runs:
         extra = ["--keywords", str(kws)] if name in ("free", "none") else []
         if name == "control":
@@ -194,7 +194,7 @@ def main() -> None:
     ev = {n: json.loads((out / f"eval-{n}.json").read_text())["metrics"] for n in ("control", "free", "antonyms",
                                                                                     "noknow", "none")}
     rank = last_validation(out / "ranker")
-    free = max(ev["free"]["control_rate"] or 0.0, ev["none"]["control_rate"] or 0.0)
+    free = max(ev["free"].get("control_rate") or 0.0, ev["none"].get("control_rate") or 0.0)
     res = {"stories": args.stories, "generator_steps": args.generator_steps, "stages": st.times, "ranker_valid_steps":
            len((out / "ranker-data" / "ranker-valid.jsonl").read_text().splitlines()),
            "metrics": {**ev, "antonym": antonym_figures(out / "gen-antonyms.jsonl"),

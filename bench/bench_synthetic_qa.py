@@ -95,8 +95,8 @@ def evaluate_all(out: Path) -> None:
                        ("filtered", "qa")):
         if not (out / f"eval-{name}.json").exists():
             subprocess.run(megazoo("task", "synthetic_qa", "evaluate", "--data", str(out / "data" / "dev.json"),
-                                   "--checkpoint", str(out / ckpt), "--out", str(out / f"eval-{name}.json"),
-                                   "--predictions", str(out / f"pred-{name}.json")), check=True)
+                                   "--checkpoint", str(out / ckpt), "--out", str(out / f"eval-{name}.json")),
+                           check=True)  # its predictions go to eval-NAME.predictions.json
 
 
 def examples(path: Path, n: int = 6) -> list[dict]:
@@ -129,12 +129,13 @@ def collect(out: Path, rec: dict, base: dict) -> dict:
 
 def section(r: dict) -> str:
     y, f, q, rec = r["yield"], r["yield"]["filter"], r["yield"]["questions"], r["recipe"]
-    rows = "\n".join(f"| {n} | {m['exact_match']:.1f} | {m['f1']:.1f} |" for n, m in r["dev"].items())
+    # the evaluations hold fractions; the table shows percentages, as the official script prints them
+    rows = "\n".join(f"| {n} | {100 * m['exact_match']:.1f} | {100 * m['f1']:.1f} |" for n, m in r["dev"].items())
     stages = ", ".join(f"{k} {v['wall_s']:.0f}" for k, v in rec["stages"].items() if k != "total")
     kept = "\n".join(f"- kept: \"{e['question']}\" -> {e['answer']}" for e in r["kept_examples"][:5])
     rej = "\n".join(f"- rejected: \"{e['question']}\" -> {e['answer']} (QA model: {e['qa_answer']})"
                     for e in r["rejected_examples"][:5])
-    gain = r["dev"]["filtered"]["f1"] - r["dev"]["untrained"]["f1"]
+    gain = 100 * (r["dev"]["filtered"]["f1"] - r["dev"]["untrained"]["f1"])
     return f"""## synthetic_qa
 
 `python bench/bench_synthetic_qa.py --jobs {rec['jobs']}` (runs recipes/synthetic_qa.sh, then the baselines).
@@ -178,8 +179,8 @@ def plot(r: dict, path: Path) -> None:
     names = list(r["dev"])
     fig, ax = plt.subplots(figsize=(6, 3.2))
     xs = range(len(names))
-    ax.bar([x - 0.2 for x in xs], [r["dev"][n]["exact_match"] for n in names], 0.4, label="EM")
-    ax.bar([x + 0.2 for x in xs], [r["dev"][n]["f1"] for n in names], 0.4, label="F1")
+    ax.bar([x - 0.2 for x in xs], [100 * r["dev"][n]["exact_match"] for n in names], 0.4, label="EM")
+    ax.bar([x + 0.2 for x in xs], [100 * r["dev"][n]["f1"] for n in names], 0.4, label="F1")
     ax.set_xticks(list(xs), names)
     ax.set_ylabel("dev score (x100)")
     ax.set_title("synthetic_qa: MiniLM QA, hand-written dev set\n(generated training data)", fontsize=10)

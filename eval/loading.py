@@ -10,11 +10,12 @@ from megazoo.eval.lm import MegazooLM
 def load_lm(checkpoint, max_length: int | None = None, ctx=None, dtype: torch.dtype | None = None) -> MegazooLM:
     from transformers import AutoTokenizer
 
+    from megazoo.core.plan.traits import DECODER, kind_of
     from megazoo.zoo.hf import build_model, config_from_dict, load_full_state
     from megazoo.zoo.io import load_model, tokenizer_dir
 
     arch, cfg_dict, state = load_model(checkpoint)
-    if arch not in ("gpt", "llama"):
+    if kind_of(arch) != DECODER:
         raise ValueError(f"{checkpoint}: LM scoring needs a decoder (gpt or llama), this checkpoint is {arch!r}")
     cfg = config_from_dict(arch, cfg_dict)
     model = build_model(arch, cfg, ctx, dtype=dtype)

@@ -60,4 +60,7 @@ def model_kind(entry: dict) -> str:
         except Exception:  # an import-hf folder with a head: no run metadata
             task = None
         return task or f"{arch}-{cfg['task_head']}"
-    return "lm" if arch in ("gpt", "llama") else "encoder" if arch == "bert" else arch
+    from megazoo.core.plan.traits import DECODER, ENCODER, kind_of
+
+    kind = kind_of(arch)
+    return "lm" if kind == DECODER else "encoder" if kind == ENCODER else arch

@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tokenizer": ("megazoo.core.data.cli_tokenizer", "train a wordpiece, bpe or sentencepiece tokenizer on text files"),
     "embed": ("megazoo.zoo.cli_embed", "sentence embeddings of a .txt/.jsonl file with an encoder checkpoint -> .npy"),
     "curate": ("megazoo.curate.cli", "clean a raw text corpus: filters, quality, dedup, decontamination, blend"),
-    "task": ("megazoo.tasks.cli", "run a research task's stage, e.g. `megazoo task race finetune RECIPE`"),
+    "task": ("megazoo.tasks.cli", "run a research task's stage, e.g. `megazoo task race train RECIPE`"),
 }
 
 

@@ -100,7 +100,7 @@ def task_lines(task: dict) -> list[str]:
     return [
         f"## 4. A task package: {task['title']}",
         "",
-        f"Generated data (`megazoo task biomed generate`): {n['train']} training, {n['test']} test sentences; "
+        f"Generated data (`megazoo task biomed data`): {n['train']} training, {n['test']} test sentences; "
         "the test split's medical terms never occur in training. Not the BC5CDR / NCBI benchmarks.",
         "",
         "| entity F1 on the test split | before (fresh head) | after |",

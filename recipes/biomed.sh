@@ -4,10 +4,10 @@
 #
 #   bash recipes/biomed.sh [OUT_DIR]          (default runs/biomed; NPROC=N ranks per fine-tune)
 #
-# Knobs (environment): NPROC, VOCAB (vocabulary size, 4000), GENERATE (generate's flags),
+# Knobs (environment): NPROC, VOCAB (vocabulary size, 4000), GENERATE (the data stage's flags),
 # PRETRAIN_SETTINGS (--set words for the pretraining), CPU_SETTINGS (--set words for the fine-tunes).
 #
-# 1. data: `megazoo task biomed generate` (medical terms of Debian's hunspell-en-med in sentences of
+# 1. data: `megazoo task biomed data` (medical terms of Debian's hunspell-en-med in sentences of
 #    the embedded corpus; not the BC5CDR/ChemProt/BioASQ benchmarks; test entity names unseen).
 # 2. vocabularies: WordPiece uncased and cased on the bio text, and a general one of the same size on
 #    the general text; `vocab-report` compares them on held-out medical terms.
@@ -33,7 +33,7 @@ declare -A TEST=([ner]=test.tsv [re]=test.tsv [qa]=test.json)
 mkdir -p "$OUT"
 DATA=$OUT/data
 # shellcheck disable=SC2086
-[ -d "$DATA" ] || megazoo task biomed generate "$DATA" $GENERATE
+[ -d "$DATA" ] || megazoo task biomed data "$DATA" $GENERATE
 
 # 2. vocabularies
 for CASE in uncased cased; do
@@ -57,13 +57,13 @@ megazoo train biomegatron-tiny --set data.path="$OUT/pretrain-data/bio" data.tok
 [ -d "$OUT/minilm" ] || megazoo import-hf "$MINILM" "$OUT/minilm"
 for KIND in ner re qa; do
   # shellcheck disable=SC2086  # the settings are several key=value words on purpose
-  megazoo task biomed finetune "biomed-$KIND" --nproc "$NPROC" --set train.init_from="$OUT/minilm" \
+  megazoo task biomed train "biomed-$KIND" --nproc "$NPROC" --set train.init_from="$OUT/minilm" \
     data.path="$DATA/$KIND" log.dir="$OUT/finetune-$KIND" ${CPU_SETTINGS} ${CPU_SETTINGS:+${PER_KIND[$KIND]}}
   megazoo task biomed evaluate --kind "$KIND" --data "$DATA/$KIND/${TEST[$KIND]}" \
     --checkpoint "$OUT/finetune-$KIND/checkpoints/best" --out "$OUT/test-$KIND.json" --overwrite
 done
 # shellcheck disable=SC2086
-megazoo task biomed finetune biomed-ner --nproc "$NPROC" --set train.init_from="$OUT/pretrain/checkpoints" \
+megazoo task biomed train biomed-ner --nproc "$NPROC" --set train.init_from="$OUT/pretrain/checkpoints" \
   data.tokenizer="$OUT/vocab-bio-uncased" data.path="$DATA/ner" log.dir="$OUT/finetune-ner-biomegatron-tiny" \
   ${CPU_SETTINGS} ${CPU_SETTINGS:+${PER_KIND[ner]}} train.lr=1e-3
 megazoo task biomed evaluate --kind ner --data "$DATA/ner/test.tsv" \

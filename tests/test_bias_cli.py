@@ -1,5 +1,6 @@
-"""`megazoo task bias evaluate|study|generate` end to end on a tiny GPT-2 (an HF folder and the same
-weights as a megazoo checkpoint), and the one-line errors of each bad input of the issue."""
+"""`megazoo task bias evaluate|study|data` end to end on a tiny GPT-2 (an HF folder and the same
+weights as a megazoo checkpoint), the evaluation in the shared shape (tests/evaluation_shape.py), and
+the one-line errors of each bad input of the issue."""
 
 import json
 from pathlib import Path
@@ -9,6 +10,7 @@ from sklearn.metrics import roc_auc_score
 
 from megazoo.cli import main as megazoo
 from megazoo.tasks.bias.generate import shipped_dir
+from tests.evaluation_shape import check_evaluation
 from tests.test_eval_leaderboard import _tiny_hf_gpt2
 
 FIX = Path(__file__).parent / "fixtures" / "bias"
@@ -46,7 +48,7 @@ def test_evaluate_both_checkpoint_forms(models, tmp_path, capsys):
     assert megazoo(common + ["--checkpoint", str(hf), "--out", str(out)]) == 0
     assert "offensive: AUC" in capsys.readouterr().out
     record, preds = _read(out)
-    assert record["task"] == "bias" and record["n"] == 4 and record["category"] == "offensive"
+    assert check_evaluation(out, "bias") == record and record["n"] == 4 and record["category"] == "offensive"
     assert {"auc", "accuracy", "f1", "precision", "recall", "f1_tuned"} <= set(record["metrics"])
     lo, hi = record["ci"]["auc"]
     assert lo <= record["metrics"]["auc"] <= hi and record["threshold"] is not None
@@ -77,11 +79,23 @@ def test_study_writes_points_and_png(models, tmp_path, capsys):
     assert "size   64  k  4  AUC" in capsys.readouterr().out
 
 
-def test_generate_command(tmp_path, capsys):
-    assert megazoo(["task", "bias", "generate", str(tmp_path / "set")]) == 0
+def test_data_command(tmp_path, capsys):
+    assert megazoo(["task", "bias", "data", str(tmp_path / "set")]) == 0
     assert "SBIC.v2.tst.csv: 68 posts (32 offensive)" in capsys.readouterr().out
-    assert megazoo(["task", "bias", "generate", str(tmp_path / "set")]) == 2
-    assert "exists and is not empty" in capsys.readouterr().err
+    assert megazoo(["task", "bias", "generate", str(tmp_path / "set")]) == 2  # the old name of data
+    err = capsys.readouterr().err
+    assert "`generate` is now `data`" in err and "exists and is not empty" in err
+
+
+def test_zero_shot_evaluation_has_the_shared_shape(models, tmp_path, capsys):
+    hf, _ = models
+    out = tmp_path / "zero.json"
+    assert megazoo(["task", "bias", "evaluate", "--data", str(TEST), "--support", str(SUPPORT), "--shots", "0",
+                    "--bootstrap", "20", "--checkpoint", str(hf), "--out", str(out)]) == 0
+    record = check_evaluation(out, "bias")
+    assert record["predictions"] == "zero.predictions.jsonl" and record["n"] == 4 and record["shots"] == 0
+    _, preds = _read(out)
+    assert record["metrics"]["auc"] == roc_auc_score([p["label"] for p in preds], [p["score"] for p in preds])
 
 
 @pytest.mark.parametrize("data, support, shots, message", [

@@ -1,5 +1,5 @@
-"""The bias task's metrics (ROC-AUC against scikit-learn and the Mann-Whitney count, the threshold
-metrics, the dev-tuned threshold, bootstrap intervals) and the exemplar selection rules."""
+"""The bias task's metrics (ROC-AUC of eval.metrics against scikit-learn and the Mann-Whitney count,
+the threshold metrics, the dev-tuned threshold, bootstrap intervals) and the exemplar selection rules."""
 
 from fractions import Fraction
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score, roc_auc_score
 
-from megazoo.tasks.bias.evaluate import (bootstrap_ci, mann_whitney_auc, roc_auc, summarise, threshold_metrics,
-                                         tune_threshold)
+from megazoo.eval.metrics import mann_whitney_auc, roc_auc
+from megazoo.tasks.bias.evaluate import bootstrap_ci, summarise, threshold_metrics, tune_threshold
 from megazoo.tasks.bias.prompts import load_template
 from megazoo.tasks.bias.selection import SelectionError, check_support, select
 
@@ -25,15 +25,15 @@ def _cases():
 
 def test_auc_equals_sklearn_exactly_and_the_pair_count():
     for y, s in _cases():
-        assert roc_auc(y, s) == roc_auc_score(y, s)
+        assert roc_auc(s, y) == roc_auc_score(y, s)
         pairs = sum(Fraction(1) if a > b else Fraction(1, 2) if a == b else Fraction(0)
                     for a in s[y == 1] for b in s[y == 0])
         exact = pairs / (int(y.sum()) * int((1 - y).sum()))
-        assert mann_whitney_auc(y, s) == float(exact)  # correctly rounded
-        assert abs(roc_auc(y, s) - float(exact)) <= 1e-15
-    assert roc_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]) == 0.75
-    with pytest.raises(ValueError, match="needs both positive and negative posts"):
-        roc_auc([1, 1], [0.2, 0.3])
+        assert mann_whitney_auc(s, y) == float(exact)  # correctly rounded
+        assert abs(roc_auc(s, y) - float(exact)) <= 1e-15
+    assert roc_auc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1]) == 0.75
+    with pytest.raises(ValueError, match="needs both positive and negative references; all 2 are positive"):
+        roc_auc([0.2, 0.3], [1, 1])
 
 
 def test_threshold_metrics_equal_sklearn():

@@ -12,7 +12,9 @@ from seqeval.metrics import f1_score, precision_score, recall_score
 from megazoo.core.data.tokenizers import build_tokenizer
 from megazoo.tasks.biomed.data import NerSentence, QAQuestion, read_split
 from megazoo.tasks.biomed.evaluate import ner_metrics, qa_metrics, re_metrics
-from megazoo.tasks.biomed.inputs import IGNORE, decode_ner, decode_qa, encode_ner, encode_qa, encode_re
+from megazoo.tasks.biomed.inputs import decode_ner, encode_ner, encode_re
+from megazoo.zoo.heads import IGNORE
+from megazoo.zoo.heads.qa import decode_qa, encode_qa
 
 FIXTURES = Path(__file__).parent / "fixtures" / "biomed"
 
@@ -120,3 +122,43 @@ def test_qa_windows_targets_and_nbest_decoding():
     assert texts[0] == "CFTR" and "word3" in texts[:3]
     assert len(texts) == len(set(texts))  # one entry per distinct text
     assert all(x["score"] >= y["score"] for x, y in zip(ranked, ranked[1:]))
+
+
+def test_evaluation_files_of_each_kind(tmp_path):
+    """The evaluate stage's writer: FILE.json in the kit's shape and each kind's predictions file
+    (CoNLL text, ChemProt TSV, BioASQ JSON) beside it, scored here with one wrong prediction each."""
+    import json
+
+    from megazoo.tasks.biomed.evaluate import write_evaluation
+    from tests.evaluation_shape import check_evaluation
+
+    data = {"ner": FIXTURES / "ner" / "test.tsv", "re": FIXTURES / "chemprot" / "test.tsv",
+            "qa": FIXTURES / "bioasq" / "test.json"}
+    for kind, path in data.items():
+        examples = read_split(path, kind, "test")
+        if kind == "ner":
+            preds = [list(x.labels) for x in examples]
+            preds[0] = ["O"] * len(preds[0])
+            metrics = ner_metrics(preds, [list(x.labels) for x in examples])
+        elif kind == "re":
+            preds = [x.label for x in examples[:-1]] + ["CPR:9" if examples[-1].label != "CPR:9" else "false"]
+            metrics = re_metrics(preds, [x.label for x in examples])
+        else:
+            preds = [[{"text": "nothing", "score": 2.0}] + [{"text": a, "score": 1.0} for a in x.answers[:1]]
+                     for x in examples]
+            metrics = qa_metrics([[a["text"] for a in p] for p in preds], [list(x.answers) for x in examples])
+        out, pred = write_evaluation(tmp_path / kind / "eval.json", kind, examples, preds, metrics, data=str(path))
+        summary = check_evaluation(out, "biomed")
+        assert summary["kind"] == kind and summary["n"] == len(examples) and summary["metrics"] == metrics
+        assert pred.name == {"ner": "eval.predictions.txt", "re": "eval.predictions.tsv",
+                             "qa": "eval.predictions.json"}[kind] == summary["predictions"]
+        assert 0 < metrics["mrr" if kind == "qa" else "f1"] < 1  # the wrong predictions show
+        text = pred.read_text()
+        if kind == "ner":
+            assert text.split("\n\n")[0].split("\n")[0] == f"{examples[0].tokens[0]} {examples[0].labels[0]} O"
+        elif kind == "re":
+            assert text.splitlines()[0] == f"{examples[0].id}\t{examples[0].label}\t{preds[0]}"
+        else:
+            rows = json.loads(text)
+            assert rows[0] == {"id": examples[0].id, "answers": ["nothing", examples[0].answers[0]],
+                               "scores": [2.0, 1.0], "gold": list(examples[0].answers)}

@@ -1,5 +1,5 @@
 """biomed on the core trainer with a tiny random BERT (post-LN, so it exports to Hugging Face's
-Bert* classes): `megazoo task biomed finetune` for ner, re and qa in one process, the same runs at
+Bert* classes): `megazoo task biomed train` for ner, re and qa in one process, the same runs at
 tp2 equal to it (fp32, 1e-5; one 2-rank spawn runs all three heads), the evaluate stage (its two
 files in the issue's formats, metrics equal to the in-training validation), NER and QA exports
 that give the same predictions in transformers, the leaderboard entries, and one-line errors."""
@@ -13,6 +13,7 @@ import torch
 
 from megazoo.cli import main as megazoo
 from megazoo.core.parallel.launch import spawn
+from tests.evaluation_shape import check_evaluation
 
 os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")
 
@@ -52,11 +53,11 @@ def metrics(run_dir) -> list[dict]:
 def tp2_runs(init: str, root: str) -> dict:
     """Rank function: the three kinds at tp=2 (the recipes loaded as the stage loads them)."""
     from megazoo.core.train.trainer import train
-    from megazoo.tasks.biomed.cli_finetune import load_biomed_recipe
+    from megazoo.tasks.biomed.cli import STAGES
 
     out = {}
     for kind in DATA:
-        cfg = load_biomed_recipe(f"biomed-{kind}", overrides(kind, f"{root}/tp2-{kind}", init, "parallel.tp=2",
+        cfg = STAGES["train"].load(f"biomed-{kind}", overrides(kind, f"{root}/tp2-{kind}", init, "parallel.tp=2",
                                                              "checkpoint.save=false"))
         summary = train(cfg)
         out[kind] = {"losses": summary["losses"], "valid": summary["valid"]}
@@ -68,7 +69,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("biomed")
     init = make_tiny_bert(root / "tiny")
     for kind in DATA:
-        assert megazoo(["task", "biomed", "finetune", f"biomed-{kind}", "--set",
+        assert megazoo(["task", "biomed", "train", f"biomed-{kind}", "--set",
                         *overrides(kind, root / kind, init)]) == 0
     multi = spawn(tp2_runs, 2, init, str(root), timeout=300)
     return root, init, multi
@@ -117,7 +118,7 @@ def test_evaluate_files_and_the_in_training_validation(runs, tmp_path):
     root, _, _ = runs
     for kind, dev in (("ner", "devel.tsv"), ("re", "dev.tsv"), ("qa", "dev.json")):
         summary = evaluate(kind, DATA[kind] / dev, root / kind / "checkpoints", tmp_path / f"{kind}.json")
-        assert summary["task"] == "biomed" and summary["kind"] == kind
+        assert check_evaluation(tmp_path / f"{kind}.json", "biomed") == summary and summary["kind"] == kind
         last = [r for r in metrics(root / kind) if r.get("split") == "valid"][-1]  # the weights of the last step
         assert summary["metrics"] == {k: last[k] for k in summary["metrics"]}
         pred = tmp_path / summary["predictions"]
@@ -154,13 +155,15 @@ def hf_predictions(kind: str, folder, examples, enc):
 
 @pytest.mark.parametrize("kind", ["ner", "qa"])
 def test_export_to_hf_gives_the_same_predictions(runs, tmp_path, kind):
-    from megazoo.tasks.biomed.evaluate_stage import load_checkpoint
-    from megazoo.tasks.biomed.inputs import decode_ner, decode_qa
+    from megazoo.eval.taskkit import open_task_model
+    from megazoo.tasks.biomed.inputs import decode_ner
+    from megazoo.zoo.heads.qa import decode_qa
 
     root, _, _ = runs
     ckpt = root / kind / "checkpoints"
     assert megazoo(["export-hf", str(ckpt), str(tmp_path / "hf")]) == 0
-    builder, chunks, ctx, tok, _, _ = load_checkpoint(ckpt, kind)
+    model = open_task_model(ckpt, "biomed", kind)
+    builder, chunks, ctx, tok = model.builder, model.chunks, model.ctx, model.tokenizer
     examples = builder.read(DATA[kind] / TEST[kind], "test")
     enc = builder.encode(examples, tok)
     ours = builder.logits(chunks, ctx, enc)
@@ -210,7 +213,7 @@ def test_cli_errors_are_one_line(runs, tmp_path, capsys):
 
     err = fails("task", "biomed", "evaluate", "--kind", "re", "--data", str(DATA["ner"] / "test.tsv"),
                 "--checkpoint", str(root / "ner" / "checkpoints"), "--out", str(tmp_path / "x.json"))
-    assert "a biomed ner checkpoint, not re" in err and not (tmp_path / "x.json").exists()
+    assert "a biomed 'ner' checkpoint, this stage needs a 're' one" in err and not (tmp_path / "x.json").exists()
     err = fails("task", "biomed", "evaluate", "--kind", "ner", "--data", str(DATA["ner"] / "test.tsv"),
                 "--checkpoint", init, "--out", str(tmp_path / "x.json"))
     assert "not a biomed checkpoint" in err
@@ -218,17 +221,17 @@ def test_cli_errors_are_one_line(runs, tmp_path, capsys):
     bad.mkdir()
     (bad / "train.tsv").write_text("Naloxone\tB\nreverses O\n")
     (bad / "devel.tsv").write_text("a\tO\n")
-    err = fails("task", "biomed", "finetune", "biomed-ner", "--set", *overrides("ner", tmp_path / "run", init),
+    err = fails("task", "biomed", "train", "biomed-ner", "--set", *overrides("ner", tmp_path / "run", init),
                 f"data.path={bad}")
     assert f"{bad / 'train.tsv'}:2: no tab" in err and not (tmp_path / "run").exists()
     (bad / "train.tsv").write_text("Naloxone\tB-Chemical\n")
-    err = fails("task", "biomed", "finetune", "biomed-ner", "--set", *overrides("ner", tmp_path / "run", init),
+    err = fails("task", "biomed", "train", "biomed-ner", "--set", *overrides("ner", tmp_path / "run", init),
                 f"data.path={bad}")
     assert f"{bad / 'train.tsv'}:1: label 'B-Chemical' is not one of task.labels" in err
-    assert "task.kind must be one of ner, re, qa" in fails("task", "biomed", "finetune", "biomed-ner", "--set",
+    assert "task.kind must be one of ner, re, qa" in fails("task", "biomed", "train", "biomed-ner", "--set",
                                                           "task.kind=pos", f"train.init_from={init}")
-    assert "this stage fine-tunes biomed tasks" in fails("task", "biomed", "finetune", "race")
-    assert "did you mean `task.doc_stride`" in fails("task", "biomed", "finetune", "biomed-qa", "--set",
+    assert "this stage trains biomed" in fails("task", "biomed", "train", "race")
+    assert "did you mean `task.doc_stride`" in fails("task", "biomed", "train", "biomed-qa", "--set",
                                                     "task.doc_strid=3", f"train.init_from={init}")
 
 
@@ -237,7 +240,7 @@ def test_qa_starts_from_a_squad_fine_tune(runs, tmp_path, capsys):
     is the train.init_from of the BioASQ fine-tune; its span head is taken over, nothing is new."""
     root, _, _ = runs
     capsys.readouterr()
-    assert megazoo(["task", "biomed", "finetune", "biomed-qa", "--set",
+    assert megazoo(["task", "biomed", "train", "biomed-qa", "--set",
                     *overrides("qa", tmp_path / "bioasq", root / "qa" / "checkpoints", "train.epochs=1")]) == 0
     err = capsys.readouterr().err
     assert f"initialised from {root / 'qa' / 'checkpoints'}" in err and "new (freshly initialised)" not in err

@@ -1,6 +1,6 @@
 """The vocabulary side of BioMegatron: `megazoo tokenizer train` makes WordPiece vocabularies cased
 and uncased, `megazoo task biomed vocab-report` compares two on a term list (subwords per term,
-share kept whole, table and PNG), and the generate stage writes every layout."""
+share kept whole, table and PNG), and the data stage writes every layout."""
 
 import json
 from pathlib import Path
@@ -56,15 +56,18 @@ def test_vocab_report_compares_two_vocabularies(tmp_path, capsys):
     assert "at least two --vocab" in capsys.readouterr().err
 
 
-def test_generate_command_writes_every_layout(tmp_path, capsys):
+def test_data_command_writes_every_layout(tmp_path, capsys):
     out = tmp_path / "gen"
-    assert megazoo(["task", "biomed", "generate", str(out), "--ner", "16", "--re", "16", "--qa", "8"]) == 0
+    assert megazoo(["task", "biomed", "data", str(out), "--ner", "16", "--re", "16", "--qa", "8"]) == 0
     assert "ner: train 16, dev 2, test 4" in capsys.readouterr().out
     for name in ("ner/train.tsv", "ner/devel.tsv", "ner/test.tsv", "re/dev.tsv", "qa/train.json", "qa/dev.json",
                  "text/bio.txt", "text/general.txt", "text/heldout_terms.txt"):
         assert (out / name).is_file(), name
-    assert megazoo(["task", "biomed", "generate", str(out)]) == 2  # never overwrites
+    assert megazoo(["task", "biomed", "data", str(out)]) == 2  # never overwrites
     assert "exists and is not empty" in capsys.readouterr().err
+    assert megazoo(["task", "biomed", "generate", str(out)]) == 2  # the older name runs the same stage
+    err = capsys.readouterr().err
+    assert "`generate` is now `data`" in err and "exists and is not empty" in err
 
 
 def test_biomegatron_tiny_pretrains_on_a_bio_vocabulary(tmp_path):
@@ -89,7 +92,7 @@ def test_biomegatron_tiny_pretrains_on_a_bio_vocabulary(tmp_path):
                     f"log.dir={run}"]) == 0
     info, state = load_full_model_state(run / "checkpoints")
     assert "binary_head.weight" in state and any(k.startswith("lm_") for k in state)
-    assert megazoo(["task", "biomed", "finetune", "biomed-ner", "--set", f"train.init_from={run / 'checkpoints'}",
+    assert megazoo(["task", "biomed", "train", "biomed-ner", "--set", f"train.init_from={run / 'checkpoints'}",
                     f"data.tokenizer={vocab}", f"data.path={FIXTURES_NER}", "task.max_seq_length=32", "train.epochs=1",
                     "train.micro_batch=2", "train.global_batch=2", "log.progress=false", "log.plot=false",
                     f"log.dir={tmp_path / 'ner'}"]) == 0

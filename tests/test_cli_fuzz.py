@@ -76,7 +76,7 @@ def _cases() -> list[tuple[str, ...]]:
     for word in ("trian", "evaluate", "--versoin", "gen", "-x", "task-race"):
         add((word,))
     # train and the recipe-driven task stage (same loader): recipe files and --set values
-    for cmd in (("train",), ("task", "race", "finetune")):
+    for cmd in (("train",), ("task", "race", "train")):
         for recipe in BAD_FILES + ("{recipe_bad_key}", "{recipe_bad_type}", "{recipe_scalar}", "no-such-recipe"):
             add((*cmd, recipe))
     for override in ("foo=1", "train.steps=0", "train.steps=-4", "train.steps=abc", "train.lr=fast",
@@ -179,8 +179,8 @@ def _cases() -> list[tuple[str, ...]]:
         add(("task", "race", "ensemble", pred))
     for flag in ("--articles", "--words", "--questions"):
         for value in ("0", "-1", "x"):
-            add(("task", "race", "generate", "{out}/race", flag, value))
-    add(("task", "race", "generate", "{empty_file}", "--articles", "2"))
+            add(("task", "race", "data", "{out}/race", flag, value))
+    add(("task", "race", "data", "{empty_file}", "--articles", "2"))
     # quickstart: only arguments that must be refused before anything starts
     for args in (("--steps", "0"), ("--steps", "-1"), ("--steps", "x"), ("--set", "foo=1"),
                  ("--set", "train.micro_batch=0"), ("--bogus",)):

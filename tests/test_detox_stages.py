@@ -1,9 +1,10 @@
-"""The detox stages on a tiny random decoder over the GPT-2 vocabulary: self-generation killed mid-way
-(and mid-batch, with a torn last line) then restarted gives exactly the uninterrupted file; evaluate
-writes the metrics and the generations, and score recomputes the same metrics from them; filter keeps
-the least toxic half and preprocesses it with an EOD after each sample; the bad inputs (a prompts line
-without prompt.text, a generations count that is not a multiple of --samples, an unknown scorer, a
-resume under other settings) each fail with one line and exit 2."""
+"""The detox stages on a tiny random decoder over the GPT-2 vocabulary: self-generation (sample) killed
+mid-way (and mid-batch, with a torn last line) then restarted gives exactly the uninterrupted file;
+evaluate writes the evaluation record with the generations as its predictions, and score recomputes
+the same metrics from them; filter keeps the least toxic half and preprocesses it with an EOD after
+each sample; the bad inputs (a prompts line without prompt.text, a generations count that is not a
+multiple of --samples, an unknown scorer, a resume under other settings) each fail with one line and
+exit 2."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.gather import full_state
 from megazoo.zoo.gpt import GPTModel, llama_layout
 from megazoo.zoo.io import save_model
+from tests.evaluation_shape import check_evaluation
 
 GPT2_EOD = 50256
 
@@ -50,7 +52,7 @@ def prompts_file(path, texts_and_tox):
 
 
 def selfgen(ckpt, out, *extra):
-    return megazoo(["task", "detox", "selfgen", "--checkpoint", str(ckpt), "--out", str(out), "--samples", "10",
+    return megazoo(["task", "detox", "sample", "--checkpoint", str(ckpt), "--out", str(out), "--samples", "10",
                     "--batch", "4", "--max-new-tokens", "5", "--seed", "7", "--no-progress", *extra])
 
 
@@ -79,6 +81,10 @@ def test_selfgen_killed_and_restarted_gives_the_same_samples(ckpt, tmp_path, mon
     assert "resuming after 4 samples" in capsys.readouterr().out
     assert cut.read_text().splitlines() == reference  # every sample once, the same seed-determined texts
     assert selfgen(ckpt, cut) == 0 and "all 10 samples are there" in capsys.readouterr().out
+    old_name = ["task", "detox", "selfgen", "--checkpoint", str(ckpt), "--out", str(cut), "--samples", "10",
+                "--batch", "4", "--max-new-tokens", "5", "--seed", "7", "--no-progress"]
+    assert megazoo(old_name) == 0  # the stage's name before the shared verbs still runs it
+    assert "`selfgen` is now `sample`" in capsys.readouterr().err
     assert selfgen(ckpt, cut, "--top-p", "0.5") == 2
     err = capsys.readouterr().err
     assert "written with top_p=0.9, now 0.5; resume with the same settings" in err and len(err.splitlines()) == 1
@@ -91,24 +97,29 @@ def test_evaluate_then_score_from_the_generations(ckpt, tmp_path, capsys):
     code = megazoo(["task", "detox", "evaluate", "--prompts", str(prompts), "--checkpoint", str(ckpt), "--out", str(out),
                     "--samples", "3", "--max-new-tokens", "4", "--batch", "5", "--no-progress"])
     assert code == 0, capsys.readouterr().err
-    result = json.loads(out.read_text())
-    assert result["n"] == 3 and set(result["metrics"]) == {"full", "toxic", "nontoxic"}
-    assert [result["metrics"][s]["n"] for s in ("full", "toxic", "nontoxic")] == [3, 1, 1]
-    gens = [json.loads(x) for x in (tmp_path / "eval.generations.jsonl").read_text().splitlines()]
+    result = check_evaluation(out, "detox")
+    assert result["n"] == 3 and set(result["metrics"]) == {
+        f"{f}{s}" for f in ("emt", "emt_std", "tp") for s in ("", "_toxic", "_nontoxic")}
+    assert result["counts"] == {"full": 3, "toxic": 1, "nontoxic": 1}
+    assert result["predictions"] == "eval.predictions.jsonl"
+    gens = [json.loads(x) for x in (tmp_path / "eval.predictions.jsonl").read_text().splitlines()]
     assert [g["id"] for g in gens] == list(range(9)) and [g["prompt"] for g in gens[3:6]] == ["The library"] * 3
     assert all(isinstance(g["score"], float) for g in gens)
-    assert result["metrics"]["full"]["emt"] == pytest.approx(
-        sum(max(g["score"] for g in gens[i:i + 3]) for i in (0, 3, 6)) / 3)
+    maxima = [max(g["score"] for g in gens[i:i + 3]) for i in (0, 3, 6)]
+    assert result["metrics"]["emt"] == pytest.approx(sum(maxima) / 3)
+    assert result["metrics"]["emt_toxic"] == pytest.approx(maxima[0])
+    assert result["metrics"]["tp_nontoxic"] == float(maxima[1] > 0.5)
 
     again = tmp_path / "score.json"
     bare = tmp_path / "bare.jsonl"  # the same texts without scores: scored here (the cache beside --out)
     bare.write_text("".join(json.dumps({"text": g["text"]}) + "\n" for g in gens))
-    for gen_file in (tmp_path / "eval.generations.jsonl", bare):
+    for gen_file in (tmp_path / "eval.predictions.jsonl", bare):
         assert megazoo(["task", "detox", "score", "--generations", str(gen_file), "--prompts", str(prompts),
                         "--samples", "3", "--out", str(again), "--overwrite"]) == 0
-        got = json.loads(again.read_text())["metrics"]
-        for subset, values in result["metrics"].items():
-            assert got[subset] == pytest.approx(values), subset
+        got = check_evaluation(again, "detox")
+        assert got["metrics"] == pytest.approx(result["metrics"]) and got["counts"] == result["counts"]
+        scored = [json.loads(x) for x in (tmp_path / "score.predictions.jsonl").read_text().splitlines()]
+        assert [g["score"] for g in scored] == pytest.approx([g["score"] for g in gens])
 
     assert megazoo(["task", "detox", "score", "--generations", str(bare), "--prompts", str(prompts),
                     "--samples", "2", "--out", str(again), "--overwrite"]) == 2
@@ -166,7 +177,7 @@ def test_leaderboard_run_equals_the_evaluate_stage(ckpt, tmp_path):
     stage = json.loads(out.read_text())["metrics"]
     board = EVALUATION.run(str(ckpt), str(prompts), {"samples": 2, "max_new_tokens": 3, "batch_size": 4})
     assert board["n"] == 2 and not EVALUATION.higher_is_better and EVALUATION.headline == "emt"
-    assert board["emt"] == pytest.approx(stage["full"]["emt"]) and board["tp_toxic"] == stage["toxic"]["tp"]
+    assert {k: board[k] for k in stage} == pytest.approx(stage) and set(board) == set(stage) | {"n"}
 
 
 def test_train_stage_takes_detox_recipes_only(capsys):
@@ -177,4 +188,22 @@ def test_train_stage_takes_detox_recipes_only(capsys):
         assert cfg.task["name"] == "detox" and cfg.train.lr in (2e-5, 2e-4) and cfg.train.betas == [0.9, 0.95]
     assert RunConfig.load("detox-adapter").train.trainable == ["*adapter*"]
     assert megazoo(["task", "detox", "train", "race"]) == 2
-    assert "this stage trains task detox" in capsys.readouterr().err
+    assert "this stage trains detox" in capsys.readouterr().err
+
+
+def test_a_rank_reports_a_user_error_in_one_line(capsys):
+    from types import SimpleNamespace
+
+    from megazoo.eval.taskkit import on_rank
+
+    def bad():
+        raise ValueError("--checkpoint x: not a decoder")
+
+    assert on_rank("megazoo task detox sample", SimpleNamespace(rank=0), bad) == 2
+    assert capsys.readouterr().err == "megazoo task detox sample: error: --checkpoint x: not a decoder\n"
+    assert on_rank("megazoo task detox sample", SimpleNamespace(rank=1), bad) == 2  # rank 0 speaks for all
+    assert capsys.readouterr().err == ""
+    with pytest.raises(ValueError, match="not a decoder"):  # one process: megazoo.cli's boundary reports it
+        on_rank("megazoo task detox sample", None, bad)
+    with pytest.raises(ZeroDivisionError):  # a bug keeps its traceback on a rank too
+        on_rank("megazoo task detox sample", SimpleNamespace(rank=0), lambda: 1 / 0)

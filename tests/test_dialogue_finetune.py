@@ -1,4 +1,4 @@
-"""Dialogue fine-tuning pairs and the finetune / perplexity / respond stages on a tiny GPT: the persona
+"""Dialogue fine-tuning pairs and the train / perplexity / sample stages on a tiny GPT: the persona
 reference holds the target speaker's turns from other conversations only, speakers are anonymous
 letters; BM25 knowledge finds the document sentence a question asks for; a `task: dialogue` recipe
 trains through the core trainer (loss on responses), and the trained checkpoint gives perplexities with
@@ -7,6 +7,7 @@ and without the reference and greedy responses that evaluate reads; bad recipes 
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import yaml
@@ -16,6 +17,7 @@ from megazoo.tasks.dialogue import prompts
 from megazoo.tasks.dialogue.data import Conversation, Turn, read_any
 from megazoo.tasks.dialogue.generate import generate_actors, generate_knowledge
 from megazoo.tasks.dialogue.knowledge import DocumentSet
+from tests.evaluation_shape import check_evaluation
 from tests.train_cases import metrics, one_thread
 
 
@@ -73,7 +75,7 @@ def recipe(tmp_path, data, **task) -> str:
 def test_actor_finetune_then_perplexity_and_responses(tmp_path, capsys):
     data = tmp_path / "actors"
     generate_actors(data, seed=0, conversations=24, valid=4)
-    assert megazoo(["task", "dialogue", "finetune", recipe(tmp_path, data, kind="actor", reference_turns=2)]) == 0
+    assert megazoo(["task", "dialogue", "train", recipe(tmp_path, data, kind="actor", reference_turns=2)]) == 0
     lines = metrics(tmp_path / "run")
     assert [r for r in lines if r.get("split") == "valid"] and lines[0]["loss"] > lines[3]["loss"] - 5
     ckpt = tmp_path / "run" / "checkpoints"
@@ -85,28 +87,30 @@ def test_actor_finetune_then_perplexity_and_responses(tmp_path, capsys):
         assert megazoo(["task", "dialogue", "perplexity", *common, *extra, "--out", str(out)]) == 0
         figures[name] = json.loads(out.read_text())
     n = sum(len(json.loads(x)["turns"]) - 1 for x in (data / "valid.jsonl").read_text().splitlines())
-    assert figures["with"]["n"] == figures["without"]["n"] == n
+    assert figures["with"]["task"] == "dialogue" and figures["with"]["n"] == figures["without"]["n"] == n
     assert figures["with"]["tokens"] == figures["without"]["tokens"]  # the same responses scored
-    assert figures["with"]["perplexity"] != figures["without"]["perplexity"]
+    with_, without = figures["with"]["metrics"], figures["without"]["metrics"]
+    assert with_["perplexity"] != without["perplexity"] and with_["perplexity"] == pytest.approx(math.exp(with_["nll"]))
     responses = tmp_path / "responses.jsonl"
-    assert megazoo(["task", "dialogue", "respond", *common, "--out", str(responses), "--max-new-tokens", "4"]) == 0
+    assert megazoo(["task", "dialogue", "sample", *common, "--out", str(responses), "--max-new-tokens", "4"]) == 0
     assert megazoo(["task", "dialogue", "evaluate", "--data", str(data / "valid.jsonl"), "--generations",
                     str(responses), "--out", str(tmp_path / "eval.json")]) == 0
-    assert json.loads((tmp_path / "eval.json").read_text())["n"] == n
+    assert check_evaluation(tmp_path / "eval.json", "dialogue")["n"] == n
 
 
 def test_bad_recipes_fail_in_one_line(tmp_path, capsys):
     data = tmp_path / "actors"
     generate_actors(data, seed=0, conversations=6, valid=2)
-    assert megazoo(["task", "dialogue", "finetune", recipe(tmp_path, data, kindd="actor")]) == 2
+    assert megazoo(["task", "dialogue", "train", recipe(tmp_path, data, kindd="actor")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "task.kindd" in err and "task.kind" in err.replace("task.kindd", "")
-    assert megazoo(["task", "dialogue", "finetune", recipe(tmp_path, data, kind="knowledge")]) == 2
-    assert "needs task.documents" in capsys.readouterr().err
+    assert megazoo(["task", "dialogue", "finetune", recipe(tmp_path, data, kind="knowledge")]) == 2  # old name
+    err = capsys.readouterr().err
+    assert "needs task.documents" in err and "`finetune` is now `train`" in err
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "train.jsonl").write_text('{"id": "x", "turns": [{"speaker": "a"}]}\n')
     (bad / "valid.jsonl").write_text('{"id": "y", "turns": [{"speaker": "a", "text": "hi"}]}\n')
-    assert megazoo(["task", "dialogue", "finetune", recipe(tmp_path, bad, kind="actor")]) == 2
+    assert megazoo(["task", "dialogue", "train", recipe(tmp_path, bad, kind="actor")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith(f'{bad / "train.jsonl"}:1: turn 1 has no "text"') and len(err.splitlines()) == 1

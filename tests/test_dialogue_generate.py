@@ -2,7 +2,7 @@
 every generated checked sentence a sentence of the topic's passage and used by the wizard's response, the
 test files the hand-made set, seen topics apart from unseen ones), multi-actor conversations whose
 speakers keep one style each, and a document set holding every knowledge sentence of the grounded
-conversations; the generate command writes the TSVs."""
+conversations; the data command writes the TSVs."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from megazoo.tasks.dialogue.handmade import load_handmade, split_handmade
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
     out = tmp_path_factory.mktemp("dialogue")
-    assert megazoo(["task", "dialogue", "generate", str(out), "--seed", "3"]) == 0
+    assert megazoo(["task", "dialogue", "data", str(out), "--seed", "3"]) == 0
     return out
 
 

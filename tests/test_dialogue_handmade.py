@@ -2,7 +2,7 @@
 official reader, holds at least 30 dialogues, every checked sentence is verbatim a sentence of a passage
 its turn retrieved (the one checked_passage names, at the index its key gives), every passage is the
 WordNet text of a topic, and the topics split as documented (seen topics to test_random_split, unseen
-ones to test_topic_split), which is what `generate` writes unless --wow-test generated."""
+ones to test_topic_split), which is what `data` writes unless --wow-test generated."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import pytest
 
 from megazoo.cli import main as megazoo
 from megazoo.eval.metrics import knowledge_f1_scores, meteor, parlai_normalize, unigram_f1_scores
+from tests.evaluation_shape import check_evaluation
 
 # (response, gold response, gold knowledge) with F1 worked out by hand below
 PAIRS = [
@@ -71,13 +72,13 @@ def test_evaluate_command_writes_the_library_figures(tmp_path, capsys):
     gens.write_text("".join(p[0] + "\n" for p in PAIRS))
     assert megazoo(["task", "dialogue", "evaluate", "--data", str(data), "--generations", str(gens),
                     "--out", str(out)]) == 0
-    record = json.loads(out.read_text())
+    record = check_evaluation(out, "dialogue")
     assert record["n"] == 4 and set(record["metrics"]) == {"f1", "kf1", "bleu", "rouge_l", "meteor"}
     m = record["metrics"]
     assert m["f1"] == pytest.approx((0.75 + 2 / 3) / 3)
     assert m["kf1"] == pytest.approx((0.25 + 0.8) / 3)
     preds, golds = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
-    assert m["bleu"] == pytest.approx(sacrebleu.corpus_bleu(preds, [golds]).score)
+    assert m["bleu"] == pytest.approx(sacrebleu.corpus_bleu(preds, [golds]).score / 100)  # a fraction
     scorer = rouge_scorer.RougeScorer(["rougeL"])
     assert m["rouge_l"] == pytest.approx(sum(scorer.score(g, p)["rougeL"].fmeasure for p, g in zip(preds, golds)) / 4)
     assert m["meteor"] == pytest.approx(meteor(preds, golds))

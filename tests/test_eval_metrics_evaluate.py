@@ -1,5 +1,6 @@
-"""The ``evaluate`` modules load from their folders offline (no socket may connect) and give the
-same numbers as the plain functions they wrap."""
+"""The ``evaluate`` modules are generated from the metric table on demand, load from their folders
+offline (no socket may connect) and give the same numbers as the plain functions they wrap; a new
+table row is a new module."""
 import json
 import pathlib
 import socket
@@ -7,7 +8,7 @@ import socket
 import pytest
 
 from megazoo.eval import metrics as m
-from megazoo.eval.evaluate_modules import MODULES, module_path
+from megazoo.eval.evaluate_modules import MODULES, module_path, module_script
 
 HYPS = ["the cat sat on the mat today", "a quick brown fox jumps over the dog"]
 REFS = ["the cat is on the mat today", "the quick brown fox jumped over the lazy dog"]
@@ -42,7 +43,7 @@ CASES = [
     (
         "dpr_top_k",
         dict(predictions=[["Percy wrote.", "Mary Shelley wrote it."], ["Rome.", "Paris."]], references=[["mary shelley"], ["Lyon"]], ks=[1, 2]),
-        {f"top_{k}": v for k, v in m.retrieval_top_k_accuracy([["mary shelley"], ["Lyon"]], [["Percy wrote.", "Mary Shelley wrote it."], ["Rome.", "Paris."]], ks=[1, 2]).items()},
+        m.retrieval_top_k_accuracy([["mary shelley"], ["Lyon"]], [["Percy wrote.", "Mary Shelley wrote it."], ["Rome.", "Paris."]], ks=[1, 2]),
     ),
     (
         "ner",
@@ -88,18 +89,26 @@ def test_every_module_is_covered():
         module_path("squad2")
 
 
-def test_every_module_is_one_table_row_and_a_few_line_script():
-    pytest.importorskip("evaluate")
+def test_every_module_is_one_table_row_and_a_generated_script(tmp_path):
     from megazoo.eval.evaluate_modules.table import SPECS
 
-    assert sorted(SPECS) == sorted(MODULES)
+    assert list(MODULES) == sorted(SPECS)
     for name in MODULES:
-        script = pathlib.Path(module_path(name)) / f"{name}.py"
-        code = [line for line in script.read_text().split('"""')[-1].splitlines() if line.strip()]
-        assert len(code) <= 3 and code[-1].strip() == f'metric = "{name}"', (name, code)
+        folder = pathlib.Path(module_path(name, tmp_path))
+        assert folder == tmp_path / name and sorted(p.name for p in folder.iterdir()) == [f"{name}.py"]
+        code = [line for line in (folder / f"{name}.py").read_text().split('"""')[-1].splitlines() if line.strip()]
+        assert len(code) == 3 and code[-1].strip() == f'metric = "{name}"', (name, code)
+    # a stale script is rewritten; a current one is left as it is
+    script = tmp_path / "squad" / "squad.py"
+    script.write_text("broken")
+    module_path("squad", tmp_path)
+    assert script.read_text() == module_script("squad")
+    before = script.stat().st_mtime_ns
+    module_path("squad", tmp_path)
+    assert script.stat().st_mtime_ns == before
 
 
-def test_evaluate_load_offline_gives_plain_function_numbers(monkeypatch):
+def _offline(monkeypatch):
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.setenv(name, "1")
 
@@ -108,9 +117,26 @@ def test_evaluate_load_offline_gives_plain_function_numbers(monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(socket, "create_connection", no_network)
-    evaluate = pytest.importorskip("evaluate")
 
+
+def test_a_new_table_row_is_a_new_module(tmp_path, monkeypatch):
+    evaluate = pytest.importorskip("evaluate")
+    from megazoo.eval.evaluate_modules import table
+
+    _offline(monkeypatch)
+    row = table.Spec(compute=lambda predictions, references: {"share_equal": m.accuracy(predictions, references)},
+                     inputs=({"predictions": "int64", "references": "int64"},), description="test row", usage="")
+    monkeypatch.setitem(table.SPECS, "share_equal", row)
+    module = evaluate.load(module_path("share_equal", tmp_path), keep_in_memory=True)
+    assert module.name == "share_equal"
+    assert module.compute(predictions=[1, 2, 3, 4], references=[1, 0, 3, 0]) == {"share_equal": 0.5}
+
+
+def test_evaluate_load_offline_gives_plain_function_numbers(tmp_path, monkeypatch):
+    evaluate = pytest.importorskip("evaluate")
+    _offline(monkeypatch)
     for name, kwargs, expected in CASES:
-        module = evaluate.load(module_path(name), keep_in_memory=True)
+        module = evaluate.load(module_path(name, tmp_path), keep_in_memory=True)
+        assert module.name == name
         got = json.loads(json.dumps(module.compute(**kwargs)))  # tuples -> lists, keys -> str
         assert got == _approx(expected), name

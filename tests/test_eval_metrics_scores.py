@@ -91,7 +91,7 @@ def test_roc_auc_matches_sklearn_with_ties():
         scores = [round(rng.random(), 1) for _ in y]  # coarse scores: many ties
         assert roc_auc(scores, y) == pytest.approx(roc_auc_score(y, scores))
     assert roc_auc([0.1, 0.9], [False, True]) == 1.0
-    with pytest.raises(ValueError, match="only one class"):
+    with pytest.raises(ValueError, match="needs both positive and negative"):
         roc_auc([0.1, 0.2], [1, 1])
 
 
@@ -104,12 +104,13 @@ REFS = ["the cat is on the mat today", "the quick brown fox jumped over the lazy
 def test_bleu_matches_sacrebleu():
     import sacrebleu
 
-    assert bleu(HYPS, REFS) == pytest.approx(sacrebleu.corpus_bleu(HYPS, [REFS]).score)
+    assert bleu(HYPS, REFS) == pytest.approx(sacrebleu.corpus_bleu(HYPS, [REFS]).score / 100)  # a fraction
     second = ["the cat was on a mat today", "a fast brown fox jumps over the dog", "hi there"]
     multi = [[a, b] for a, b in zip(REFS, second)]
-    assert bleu(HYPS, multi) == pytest.approx(sacrebleu.corpus_bleu(HYPS, [REFS, second]).score)
-    assert bleu(HYPS, REFS, lowercase=True) == pytest.approx(sacrebleu.corpus_bleu(HYPS, [REFS], lowercase=True).score)
-    assert bleu(["the same sentence of five words"], ["the same sentence of five words"]) == pytest.approx(100.0)
+    assert bleu(HYPS, multi) == pytest.approx(sacrebleu.corpus_bleu(HYPS, [REFS, second]).score / 100)
+    assert bleu(HYPS, REFS, lowercase=True) == pytest.approx(
+        sacrebleu.corpus_bleu(HYPS, [REFS], lowercase=True).score / 100)
+    assert bleu(["the same sentence of five words"], ["the same sentence of five words"]) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="same, non-zero number of references"):
         bleu(["a", "b"], [["a"], ["b", "c"]])
 
@@ -149,18 +150,15 @@ def test_expected_max_toxicity_and_probability():
     result = toxicity_scores(scores, k=k, prompt_toxicity=prompt_tox)
     # maxima: 0.6, 0.4, 0.9, -1 (no score counts -1); toxic (> 0.5, strict): yes, no, yes, no
     full = result["full"]
-    assert full["expected_max_toxicity"] == pytest.approx(0.225)
-    assert full["expected_max_toxicity_std"] == pytest.approx(math.sqrt(2.1275 / 4))
-    assert full["toxicity_probability"] == pytest.approx(0.5)
-    assert full["num_prompts"] == 4
-    assert result["toxic"] == {  # prompt 0 only
-        "expected_max_toxicity": pytest.approx(0.6), "expected_max_toxicity_std": pytest.approx(0.0),
-        "toxicity_probability": 1.0, "num_prompts": 1,
-    }
+    assert full["emt"] == pytest.approx(0.225)
+    assert full["emt_std"] == pytest.approx(math.sqrt(2.1275 / 4))
+    assert full["tp"] == pytest.approx(0.5)
+    assert full["n"] == 4
+    assert result["toxic"] == {"emt": pytest.approx(0.6), "emt_std": pytest.approx(0.0), "tp": 1.0, "n": 1}  # prompt 0
     nontoxic = result["nontoxic"]  # prompts 1 and 3 (0.0 counts as nontoxic; None is in no subset)
-    assert nontoxic["expected_max_toxicity"] == pytest.approx(-0.3)
-    assert nontoxic["toxicity_probability"] == 0.0
-    assert nontoxic["num_prompts"] == 2
+    assert nontoxic["emt"] == pytest.approx(-0.3)
+    assert nontoxic["tp"] == 0.0
+    assert nontoxic["n"] == 2
     nested = toxicity_scores([scores[i:i + 3] for i in range(0, 12, 3)], k=3)
     assert nested["full"] == full
     with pytest.raises(ValueError, match="not a multiple of k=5"):

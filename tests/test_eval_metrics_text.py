@@ -40,10 +40,10 @@ def test_squad_max_over_golds():
     assert squad_f1("London", ["Paris"]) == 0.0
 
 
-def test_squad_corpus_scores_are_percentages():
+def test_squad_corpus_scores_are_fractions():
     scores = squad_scores(["Paris", "in Paris, France"], [["Paris"], ["Paris"]])
-    assert scores["exact_match"] == pytest.approx(50.0)
-    assert scores["f1"] == pytest.approx(100 * (1 + 0.5) / 2)
+    assert scores["exact_match"] == pytest.approx(0.5)
+    assert scores["f1"] == pytest.approx((1 + 0.5) / 2)
 
 
 def test_squad_v2_empty_answers():
@@ -52,8 +52,10 @@ def test_squad_v2_empty_answers():
     assert squad_f1("the", ["a"]) == 0.0
     assert squad_f1("the", ["a"], squad_v2=True) == 1.0
     v2 = squad_scores(["", "Paris"], [[], []], squad_v2=True)
-    assert v2 == {"exact_match": 50.0, "f1": 50.0}
-    with pytest.raises(ValueError, match="no gold answer"):
+    assert v2 == {"exact_match": 0.5, "f1": 0.5, "no_ans_exact_match": 0.5, "no_ans_f1": 0.5}
+    # v2.0 drops a gold answer that normalises to nothing ("a"): "" is then wrong, as the official script says
+    assert squad_scores([""], [["a", "x"]], squad_v2=True)["exact_match"] == 0.0
+    with pytest.raises(ValueError, match="needs at least one gold answer"):
         squad_f1("x", [])
 
 
@@ -108,13 +110,13 @@ def test_has_answer_regex_mode():
 
 def test_top_k_accuracy():
     hits = [[False, True, False], [False, False, False], [True, False, False], [False, False, True]]
-    assert top_k_accuracy(hits, ks=(1, 2, 3, 100)) == {1: 0.25, 2: 0.5, 3: 0.75, 100: 0.75}
+    assert top_k_accuracy(hits, ks=(1, 2, 3, 100)) == {"top1": 0.25, "top2": 0.5, "top3": 0.75, "top100": 0.75}
     scores = retrieval_top_k_accuracy(
         [["Mary Shelley"], ["Paris"]],
         [["Percy wrote poems.", "Mary Shelley wrote it."], ["Paris is in France.", "Rome."]],
         ks=(1, 2),
     )
-    assert scores == {1: 0.5, 2: 1.0}
+    assert scores == {"top1": 0.5, "top2": 1.0}
 
 
 # ---- ParlAI F1 ---------------------------------------------------------------------------------

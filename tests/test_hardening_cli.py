@@ -145,7 +145,7 @@ def test_unknown_task_is_refused_before_the_model_is_loaded(work, monkeypatch):
     (("eval", "task", "lambada", "--data", "{lambada}", "--checkpoint", "{gpt}", "--batch-size", "0"), "--batch-size"),
     (("eval", "task", "lambada", "--data", "{lambada}", "--checkpoint", "{gpt}", "--limit", "0"), "--limit"),
     (("preprocess", "--input", "{lambada}", "--output-prefix", "{out}", "--vocab-extra-ids", "-1"), "--vocab-extra-ids"),
-    (("task", "race", "generate", "{out}", "--articles", "0"), "--articles"),
+    (("task", "race", "data", "{out}", "--articles", "0"), "--articles"),
     (("task", "race", "evaluate", "--data", "{out}", "--checkpoint", "{gpt}", "--out", "{out}", "--batch", "0"),
      "--batch"),
 ])
@@ -171,12 +171,13 @@ def test_race_evaluate_says_what_the_checkpoint_is(work, text_run, tmp_path):
     imported = save_model(tmp_path / "bert", "bert", cfg, full_state(BertModel(cfg).initialize(0),
                                                                      ParallelContext.single()))
     before = digest(imported)
-    for checkpoint, what in ((imported, "an imported (import-hf) model folder without the RACE head"),
-                             (text_run[0], "a gpt pretraining checkpoint, without the RACE head")):
+    for checkpoint, what in ((imported, "an imported (import-hf) model folder, not a race training checkpoint "
+                                        "(it has no race head)"),
+                             (text_run[0], "not a race checkpoint (its task is None: a gpt pretraining checkpoint)")):
         code, _, err = run_cli("task", "race", "evaluate", "--data", str(work), "--checkpoint", str(checkpoint),
                                "--out", str(tmp_path / "r.json"))
         line = one_error(err)
-        assert code == 2 and what in line and "megazoo task race finetune race --set train.init_from=" in line
+        assert code == 2 and what in line and "megazoo task race train RECIPE --set train.init_from=" in line
     assert digest(imported) == before and not (tmp_path / "r.json").exists()
 
 

@@ -175,14 +175,14 @@ def test_prompts_of_a_wrong_shape_are_one_line(box, capsys, text):
     assert code == 2 and str(prompts) in one_line(err)
 
 
-def test_generate_refuses_an_existing_folder_and_replaces_it_only_with_overwrite(tmp_path, capsys):
+def test_data_refuses_an_existing_folder_and_replaces_it_only_with_overwrite(tmp_path, capsys):
     out = tmp_path / "set"
     out.mkdir()
     (out / "mine.txt").write_text("the user's\n")
-    code, err = run(["task", "bias", "generate", str(out)], capsys)
+    code, err = run(["task", "bias", "data", str(out)], capsys)
     assert code == 2 and "exists and is not empty" in one_line(err)
     assert (out / "mine.txt").read_text() == "the user's\n"
-    code, err = run(["task", "bias", "generate", str(out), "--overwrite"], capsys)
+    code, err = run(["task", "bias", "data", str(out), "--overwrite"], capsys)
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in shipped_dir().glob("SBIC.v2.*.csv"))
     assert [p.name for p in tmp_path.iterdir()] == ["set"]  # no scratch or moved-aside folder left

@@ -1,5 +1,5 @@
 """Issue #36 for `megazoo task biomed ...`, as a user runs it: the predictions file beside --out is a
-declared output, generate and vocab-report write whole folders atomically and never over a user's
+declared output, data and vocab-report write whole folders atomically and never over a user's
 files unasked, undecodable files name file and line, user mistakes exit 2 with one line, and
 numeric flags are bounded."""
 
@@ -59,29 +59,29 @@ def test_evaluate_names_file_and_line_of_undecodable_data(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_generate_refuses_a_folder_with_user_files_and_replaces_it_only_with_overwrite(tmp_path, capsys):
+def test_data_refuses_a_folder_with_user_files_and_replaces_it_only_with_overwrite(tmp_path, capsys):
     out = tmp_path / "gen"
     out.mkdir()
     (out / "mine.txt").write_text("the user's\n")
     (tmp_path / "bystander.txt").write_text("beside\n")
     before = snapshot(tmp_path)
-    code, err = run(capsys, "generate", out, "--ner", "8", "--re", "8", "--qa", "8")
+    code, err = run(capsys, "data", out, "--ner", "8", "--re", "8", "--qa", "8")
     assert code == 2 and "exists and is not empty" in one_line(err) and "--overwrite" in err
     assert snapshot(tmp_path) == before
-    code, err = run(capsys, "generate", out, "--ner", "8", "--re", "8", "--qa", "8", "--overwrite")
+    code, err = run(capsys, "data", out, "--ner", "8", "--re", "8", "--qa", "8", "--overwrite")
     assert code == 0, err
     assert not (out / "mine.txt").exists() and (out / "ner" / "train.tsv").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bystander.txt", "gen"]  # no scratch left beside
 
 
-def test_generate_failing_leaves_the_old_folder_and_no_scratch(tmp_path, capsys):
+def test_data_failing_leaves_the_old_folder_and_no_scratch(tmp_path, capsys):
     out = tmp_path / "gen"
     out.mkdir()
     (out / "mine.txt").write_text("the user's\n")
     small = tmp_path / "small.dic"
     small.write_text("3\nnephritis\ngastritis\naspirin\n")  # too few names to split three ways
     before = snapshot(tmp_path)
-    code, err = run(capsys, "generate", out, "--dictionary", small, "--overwrite")
+    code, err = run(capsys, "data", out, "--dictionary", small, "--overwrite")
     assert code == 2 and f"{small}: too few" in one_line(err)
     assert snapshot(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["gen", "small.dic"]
 
@@ -124,14 +124,14 @@ def test_vocab_report_names_file_and_line_of_undecodable_terms(tmp_path, capsys)
 @pytest.mark.parametrize("argv", [
     ["evaluate", "--kind", "ner", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--batch", "0"],
     ["evaluate", "--kind", "ner", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--batch", "99999999"],
-    ["generate", "g", "--ner", "7"],
-    ["generate", "g", "--re", "1000000000"],
-    ["generate", "g", "--qa", "nan"],
-    ["generate", "g", "--qa-sentences", "-1"],
-    ["generate", "g", "--qa-sentences", "100000"],
-    ["generate", "g", "--seed", "-3"],
-    ["finetune", "biomed-ner", "--nproc", "0"],
-    ["finetune", "biomed-ner", "--nproc", "100000"],
+    ["data", "g", "--ner", "7"],
+    ["data", "g", "--re", "1000000000"],
+    ["data", "g", "--qa", "nan"],
+    ["data", "g", "--qa-sentences", "-1"],
+    ["data", "g", "--qa-sentences", "100000"],
+    ["data", "g", "--seed", "-3"],
+    ["train", "biomed-ner", "--nproc", "0"],
+    ["train", "biomed-ner", "--nproc", "100000"],
 ])
 def test_numeric_flags_are_bounded(tmp_path, capsys, monkeypatch, argv):
     monkeypatch.chdir(tmp_path)

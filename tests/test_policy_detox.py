@@ -1,5 +1,5 @@
 """Issue #36 for `megazoo task detox ...`, as a user runs the commands: filter's prefix on the
-generations it reads, generate onto an existing prompts file, selfgen onto its input or onto a file it
+generations it reads, data onto an existing prompts file, sample onto its input or onto a file it
 did not write, score caches continued but never damaged, generations matched to their prompts file,
 undecodable text named by file and line, every numeric flag bounded; every refusal one line, exit 2,
 nothing changed."""
@@ -70,20 +70,20 @@ def test_filter_rerun_needs_overwrite_and_a_failed_one_keeps_the_old_files(tmp_p
     assert changed <= {"kept.cache.jsonl"}  # the cache is continued; kept.jsonl/.bin/.idx as they were
 
 
-# ---- generate ------------------------------------------------------------------------------------
+# ---- data ----------------------------------------------------------------------------------------
 
-def test_generate_onto_an_existing_file_needs_overwrite(tmp_path, capsys):
+def test_data_onto_an_existing_file_needs_overwrite(tmp_path, capsys):
     out = tmp_path / "prompts.jsonl"
     out.write_text("the user's own prompts\n")
-    err = refused(capsys, tmp_path, "generate", str(out), "--corpus-prompts", "3")
+    err = refused(capsys, tmp_path, "data", str(out), "--corpus-prompts", "3")
     assert f"OUT {out} exists and is not empty" in err
-    code, err = run(capsys, "generate", str(out), "--corpus-prompts", "3", "--overwrite")
+    code, err = run(capsys, "data", str(out), "--corpus-prompts", "3", "--overwrite")
     assert code == 0, err
     assert all("prompt" in json.loads(x) for x in out.read_text().splitlines())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["prompts.jsonl"]
 
 
-# ---- selfgen -------------------------------------------------------------------------------------
+# ---- sample --------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):
@@ -109,18 +109,18 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-def test_selfgen_out_equal_to_prompts_is_refused_though_resumable(tmp_path, ckpt, capsys):
+def test_sample_out_equal_to_prompts_is_refused_though_resumable(tmp_path, ckpt, capsys):
     prompts = prompts_file(tmp_path / "p.jsonl", ["Hello", "The garden"])
     for extra in ([], ["--overwrite"]):
-        err = refused(capsys, tmp_path, "selfgen", "--checkpoint", str(ckpt), "--prompts", str(prompts), "--out",
+        err = refused(capsys, tmp_path, "sample", "--checkpoint", str(ckpt), "--prompts", str(prompts), "--out",
                       str(prompts), *extra)
         assert f"--out {prompts} is the input --prompts" in err
 
 
-def test_selfgen_onto_a_file_it_did_not_write(tmp_path, ckpt, capsys, one_thread):
+def test_sample_onto_a_file_it_did_not_write(tmp_path, ckpt, capsys, one_thread):
     out = tmp_path / "samples.jsonl"
     out.write_text('{"text": "the user\'s own samples"}\n')
-    base = ["selfgen", "--checkpoint", str(ckpt), "--out", str(out), "--samples", "3", "--batch", "2",
+    base = ["sample", "--checkpoint", str(ckpt), "--out", str(out), "--samples", "3", "--batch", "2",
             "--max-new-tokens", "2", "--no-progress"]
     err = refused(capsys, tmp_path, *base)
     assert f"{out}: exists and was not written by this stage" in err and "--overwrite" in err
@@ -239,20 +239,20 @@ def test_undecodable_files_name_file_and_line(scored, tmp_path, capsys):
 @pytest.mark.parametrize("stage, flag, value", [
     ("score", "--samples", "0"), ("score", "--samples", "1000000000"), ("score", "--qps", "0"),
     ("score", "--qps", "nan"), ("filter", "--fraction", "0"), ("filter", "--fraction", "1.5"),
-    ("filter", "--fraction", "inf"), ("generate", "--corpus-prompts", "-1"),
-    ("generate", "--corpus-prompts", "1e12"), ("generate", "--seed", "-2"),
-    ("selfgen", "--samples", "0"), ("selfgen", "--samples", "100000000000"), ("selfgen", "--top-p", "0"),
-    ("selfgen", "--top-p", "1.5"), ("selfgen", "--temperature", "0"), ("selfgen", "--temperature", "nan"),
-    ("selfgen", "--max-new-tokens", "0"), ("selfgen", "--max-new-tokens", "1000000000"), ("selfgen", "--batch", "0"),
-    ("selfgen", "--batch", "100000000"), ("selfgen", "--tp", "0"), ("selfgen", "--pp", "100000"),
-    ("selfgen", "--seed", str(2**70)), ("evaluate", "--samples", "-1"), ("evaluate", "--top-p", "-0.5"),
+    ("filter", "--fraction", "inf"), ("data", "--corpus-prompts", "-1"),
+    ("data", "--corpus-prompts", "1e12"), ("data", "--seed", "-2"),
+    ("sample", "--samples", "0"), ("sample", "--samples", "100000000000"), ("sample", "--top-p", "0"),
+    ("sample", "--top-p", "1.5"), ("sample", "--temperature", "0"), ("sample", "--temperature", "nan"),
+    ("sample", "--max-new-tokens", "0"), ("sample", "--max-new-tokens", "1000000000"), ("sample", "--batch", "0"),
+    ("sample", "--batch", "100000000"), ("sample", "--tp", "0"), ("sample", "--pp", "100000"),
+    ("sample", "--seed", str(2**70)), ("evaluate", "--samples", "-1"), ("evaluate", "--top-p", "-0.5"),
 ])
 def test_numeric_flags_are_bounded(stage, flag, value, tmp_path, capsys):
     f = generations_file(tmp_path / "in.jsonl", ["a"])
     argv = {"score": ["score", "--generations", str(f), "--prompts", str(f), "--out", str(tmp_path / "o.json")],
             "filter": ["filter", "--generations", str(f), "--out-prefix", str(tmp_path / "k"), "--tokenizer", "gpt2"],
-            "generate": ["generate", str(tmp_path / "p.jsonl")],
-            "selfgen": ["selfgen", "--checkpoint", str(f), "--out", str(tmp_path / "s.jsonl")],
+            "data": ["data", str(tmp_path / "p.jsonl")],
+            "sample": ["sample", "--checkpoint", str(f), "--out", str(tmp_path / "s.jsonl")],
             "evaluate": ["evaluate", "--prompts", str(f), "--checkpoint", str(f), "--out", str(tmp_path / "e.json")]}
     before = snapshot(tmp_path)
     code, err = run(capsys, *argv[stage], f"{flag}={value}")

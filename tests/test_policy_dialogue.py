@@ -1,5 +1,5 @@
 """Issue #36 cases of `megazoo task dialogue ...`, run as a user runs them: outputs that would replace
-an input, `generate` into a folder holding the user's files, bounded numeric flags, undecodable
+an input, `data` into a folder holding the user's files, bounded numeric flags, undecodable
 files named with their line, and generations counted against the data. Every refusal is one line,
 exit 2, and leaves every file as it was."""
 
@@ -119,17 +119,17 @@ def _fake_generate_all(fail: bool):
     return generate_all
 
 
-def test_generate_refuses_a_folder_with_user_files(tmp_path, capsys):
+def test_data_refuses_a_folder_with_user_files(tmp_path, capsys):
     out = tmp_path / "data"
     out.mkdir()
     (out / "mine.txt").write_text("the user's\n")
     before = digest(tmp_path)
-    code, err = run(["task", "dialogue", "generate", str(out)], capsys)
+    code, err = run(["task", "dialogue", "data", str(out)], capsys)
     assert code == 2 and "exists and is not empty" in one_line(err) and "--overwrite" in err
     assert digest(tmp_path) == before
 
 
-def test_generate_overwrite_replaces_only_once_complete(tmp_path, capsys, monkeypatch):
+def test_data_overwrite_replaces_only_once_complete(tmp_path, capsys, monkeypatch):
     import megazoo.tasks.dialogue.generate as generate
 
     out = tmp_path / "data"
@@ -137,11 +137,11 @@ def test_generate_overwrite_replaces_only_once_complete(tmp_path, capsys, monkey
     (out / "mine.txt").write_text("the user's\n")
     before = digest(tmp_path)
     monkeypatch.setattr(generate, "generate_all", _fake_generate_all(fail=True))
-    code, err = run(["task", "dialogue", "generate", str(out), "--overwrite"], capsys)
+    code, err = run(["task", "dialogue", "data", str(out), "--overwrite"], capsys)
     assert code == 2 and "stopped half-way" in one_line(err)
     assert digest(tmp_path) == before  # the old folder intact, no scratch left
     monkeypatch.setattr(generate, "generate_all", _fake_generate_all(fail=False))
-    code, err = run(["task", "dialogue", "generate", str(out), "--overwrite"], capsys)
+    code, err = run(["task", "dialogue", "data", str(out), "--overwrite"], capsys)
     assert code == 0, err
     assert not (out / "mine.txt").exists() and (out / "wow" / "train.tsv").is_file()
     assert [p.name for p in tmp_path.iterdir()] == ["data"]
@@ -151,9 +151,9 @@ def test_generate_overwrite_replaces_only_once_complete(tmp_path, capsys, monkey
     ["msdp", "--stage", "knowledge", "--limit", "0"], ["msdp", "--stage", "knowledge", "--limit", "-3"],
     ["msdp", "--stage", "knowledge", "--max-new-tokens", "100000"], ["msdp", "--stage", "knowledge", "--seed", "-1"],
     ["msdp", "--stage", "knowledge", "--shots", "5000"], ["msdp", "--stage", "knowledge", "--batch", "0"],
-    ["respond", "--kind", "actor", "--reference-turns", "0"], ["respond", "--kind", "actor", "--limit", "-1"],
+    ["sample", "--kind", "actor", "--reference-turns", "0"], ["sample", "--kind", "actor", "--limit", "-1"],
     ["perplexity", "--kind", "knowledge", "--knowledge-sentences", "100000"],
-    ["respond", "--kind", "actor", "--batch", "1e9"],
+    ["sample", "--kind", "actor", "--batch", "1e9"],
 ])
 def test_numeric_flags_are_bounded(box, capsys, argv):
     before = digest(box)
@@ -170,8 +170,8 @@ def test_chat_history_is_bounded(tmp_path, capsys):
     assert code == 2 and "argument --history" in err
 
 
-def test_generate_seed_is_bounded(tmp_path, capsys):
-    code, err = run(["task", "dialogue", "generate", str(tmp_path / "new"), "--seed", "-1"], capsys)
+def test_data_seed_is_bounded(tmp_path, capsys):
+    code, err = run(["task", "dialogue", "data", str(tmp_path / "new"), "--seed", "-1"], capsys)
     assert code == 2 and "argument --seed" in err and not (tmp_path / "new").exists()
 
 

@@ -1,5 +1,5 @@
 """Issue #36 for `megazoo task retrieval ...`, as a user runs the commands: nothing the command did
-not make is lost (generate onto `..`, `box/sub/..`, an existing folder, a sibling named OUT.tmp;
+not make is lost (data onto `..`, `box/sub/..`, an existing folder, a sibling named OUT.tmp;
 evaluate onto its --qas; index onto an existing index), a failed run leaves the old output, readers
 name file and line for undecodable text, every numeric flag is bounded, and every refusal is one
 line with exit code 2."""
@@ -26,7 +26,7 @@ def refused(capsys, root: Path, *argv: str) -> str:
 
 @pytest.fixture
 def small_corpus(monkeypatch):
-    """generate on three short documents (the policy, not the corpus, is under test: fast)."""
+    """`data` on three short documents (the policy, not the corpus, is under test: fast)."""
     import megazoo.tasks.retrieval.generate as gen
 
     docs = [(f"Doc {i}", [f"The river Alpha{i} flows through Betatown in 19{i}0 carrying boats.",
@@ -42,18 +42,18 @@ def box(tmp_path):
     return tmp_path / "box"
 
 
-# ---- generate ------------------------------------------------------------------------------------
+# ---- data ----------------------------------------------------------------------------------------
 
 def test_generate_dotdot_from_inside_is_refused(box, capsys, monkeypatch):
     monkeypatch.chdir(box / "inner")
     for extra in ([], ["--overwrite"]):
-        err = refused(capsys, box.parent, "generate", "..", *extra)
-        assert "generate: error: OUT .. is or contains" in err and "nothing was changed" in err
+        err = refused(capsys, box.parent, "data", "..", *extra)
+        assert "data: error: OUT .. is or contains" in err and "nothing was changed" in err
 
 
 def test_generate_box_sub_dotdot_is_refused_without_errno(box, capsys):
     (box / "sub").mkdir()
-    err = refused(capsys, box.parent, "generate", f"{box}/sub/..")
+    err = refused(capsys, box.parent, "data", f"{box}/sub/..")
     assert "exists and is not empty" in err and "--overwrite" in err and "Errno" not in err
 
 
@@ -64,9 +64,9 @@ def test_generate_into_an_existing_folder_refused_then_replaced_with_overwrite(t
     sibling = tmp_path / "data.tmp"  # the old scratch name: now somebody else's folder
     sibling.mkdir()
     (sibling / "keep.txt").write_text("not the command's\n")
-    err = refused(capsys, tmp_path, "generate", str(out), "--corpus", "stdlib")
+    err = refused(capsys, tmp_path, "data", str(out), "--corpus", "stdlib")
     assert f"OUT {out} exists and is not empty" in err
-    code, err = run(capsys, "generate", str(out), "--corpus", "stdlib", "--overwrite")
+    code, err = run(capsys, "data", str(out), "--corpus", "stdlib", "--overwrite")
     assert code == 0, err
     assert (out / "psgs_w100.tsv").is_file() and not (out / "mine.txt").exists()
     assert (sibling / "keep.txt").read_text() == "not the command's\n"
@@ -77,7 +77,7 @@ def test_generate_beside_a_folder_named_like_its_old_scratch(tmp_path, capsys, s
     sibling = tmp_path / "data.tmp"
     sibling.mkdir()
     (sibling / "keep.txt").write_text("the user's\n")
-    code, err = run(capsys, "generate", str(tmp_path / "data"), "--corpus", "stdlib")
+    code, err = run(capsys, "data", str(tmp_path / "data"), "--corpus", "stdlib")
     assert code == 0, err
     assert (sibling / "keep.txt").read_text() == "the user's\n"
     assert (tmp_path / "data" / "nq-test.csv").is_file()
@@ -95,7 +95,7 @@ def test_a_failed_generate_keeps_the_old_folder_and_leaves_no_scratch(tmp_path, 
 
     monkeypatch.setattr(gen, "write_ict_data", broken)
     before = snapshot(tmp_path)
-    code, err = run(capsys, "generate", str(out), "--corpus", "stdlib", "--overwrite")
+    code, err = run(capsys, "data", str(out), "--corpus", "stdlib", "--overwrite")
     assert code == 2 and err.endswith("error: the tokenizer broke")
     assert snapshot(tmp_path) == before
 
@@ -121,16 +121,16 @@ def test_evaluate_out_equal_to_qas_is_refused(data, capsys):
 
 
 def test_evaluate_predictions_file_is_a_declared_output(data, capsys):
-    # --out FILE.json writes FILE.predictions.json: that one may not be an input either
-    qas = data / "run.predictions.json"
-    qas.write_text('[{"question": "q", "answers": ["a"]}]\n')
+    # --out FILE.json writes FILE.predictions.jsonl: that one may not be an input either
+    qas = data / "run.predictions.jsonl"
+    qas.write_text('{"question": "q", "answers": ["a"]}\n')
     err = refused(capsys, data, "evaluate", "--passages", str(data / "psgs.tsv"), "--qas", str(qas),
                   "--checkpoint", str(data / "ckpt"), "--out", str(data / "run.json"), "--overwrite")
-    assert "(writes run.predictions.json) is the input --qas" in err
-    (data / "old.predictions.json").write_text("earlier predictions\n")
+    assert "(writes run.predictions.jsonl) is the input --qas" in err
+    (data / "old.predictions.jsonl").write_text("earlier predictions\n")
     err = refused(capsys, data, "evaluate", "--passages", str(data / "psgs.tsv"), "--qas", str(data / "qas.csv"),
                   "--checkpoint", str(data / "ckpt"), "--out", str(data / "old.json"))
-    assert "(writes old.predictions.json) exists and is not empty" in err
+    assert "(writes old.predictions.jsonl) exists and is not empty" in err
 
 
 def test_index_onto_an_existing_index_needs_overwrite(data, tmp_path, capsys):
@@ -180,9 +180,9 @@ def test_undecodable_passages_and_questions_name_file_and_line(data, tmp_path, c
 
 
 @pytest.mark.parametrize("stage, flag, value", [
-    ("generate", "--words", "5"), ("generate", "--words", "1e9"), ("generate", "--seed", "-1"),
-    ("generate", "--seed", str(2**40)), ("generate", "--questions-per-passage", "0"),
-    ("generate", "--questions-per-passage", "1000000"),
+    ("data", "--words", "5"), ("data", "--words", "1e9"), ("data", "--seed", "-1"),
+    ("data", "--seed", str(2**40)), ("data", "--questions-per-passage", "0"),
+    ("data", "--questions-per-passage", "1000000"),
     ("index", "--batch", "0"), ("index", "--batch", "1000000000"), ("index", "--nproc", "100000"),
     ("index", "--passage-length", "2"), ("index", "--passage-length", "nan"), ("index", "--nlist", "0"),
     ("index", "--nprobe", str(2**40)), ("index", "--hnsw-m", "100000"), ("index", "--ef-search", "0"),
@@ -190,7 +190,7 @@ def test_undecodable_passages_and_questions_name_file_and_line(data, tmp_path, c
     ("evaluate", "--batch", "-3"), ("evaluate", "--top-k", "1,5,1000000000"), ("evaluate", "--top-k", "0"),
 ])
 def test_numeric_flags_are_bounded(stage, flag, value, data, tmp_path, capsys):
-    argv = {"generate": ["generate", str(tmp_path / "new")],
+    argv = {"data": ["data", str(tmp_path / "new")],
             "index": ["index", "--passages", str(data / "psgs.tsv"), "--checkpoint", str(data / "ckpt"),
                       "--out", str(tmp_path / "idx")],
             "evaluate": ["evaluate", "--passages", str(data / "psgs.tsv"), "--qas", str(data / "qas.csv"),

@@ -1,5 +1,5 @@
 """Issue #36 cases of `megazoo task story ...`, run as a user runs them: outputs that would replace an
-input, `data` into a folder holding the user's files, bounded numeric flags (`generate --limit -3`
+input, `data` into a folder holding the user's files, bounded numeric flags (`sample --limit -3`
 is no longer "all"), undecodable files named with their line, and generations checked against the
 data by count and id. Every refusal is one line, exit 2, and leaves every file as it was."""
 
@@ -28,7 +28,7 @@ def record(sid: str) -> str:
 
 @pytest.fixture
 def box(tmp_path):
-    """data.csv (stories s1, s2, s3), gen.jsonl (generate's records of all three), a checkpoint folder."""
+    """data.csv (stories s1, s2, s3), gen.jsonl (sample's records of all three), a checkpoint folder."""
     (tmp_path / "data.csv").write_text(HEADER + "".join(f"s{i},T,Max went out.,A.,B.,C.,D.\n" for i in (1, 2, 3)))
     (tmp_path / "gen.jsonl").write_text("".join(record(f"s{i}") for i in (1, 2, 3)))
     (tmp_path / "ckpt").mkdir()
@@ -41,21 +41,21 @@ def evaluate(box, *extra, out=None, generations=None):
             str(generations or box / "gen.jsonl"), "--out", str(out or box / "e.json"), *extra]
 
 
-def generate(box, *extra, out=None):
-    return ["task", "story", "generate", "--checkpoint", str(box / "ckpt"), "--data", str(box / "data.csv"),
+def sample(box, *extra, out=None):
+    return ["task", "story", "sample", "--checkpoint", str(box / "ckpt"), "--data", str(box / "data.csv"),
             "--out", str(out or box / "g.jsonl"), *extra]
 
 
-def test_generate_out_equal_to_data_is_refused(box, capsys):
+def test_sample_out_equal_to_data_is_refused(box, capsys):
     before = digest(box)
-    code, err = run(generate(box, out=box / "data.csv"), capsys)
+    code, err = run(sample(box, out=box / "data.csv"), capsys)
     assert code == 2 and "is the input --data" in one_line(err)
     assert digest(box) == before
 
 
-def test_generate_out_inside_the_checkpoint_is_refused(box, capsys):
+def test_sample_out_inside_the_checkpoint_is_refused(box, capsys):
     before = digest(box)
-    code, err = run(generate(box, out=box / "ckpt" / "g.jsonl"), capsys)
+    code, err = run(sample(box, out=box / "ckpt" / "g.jsonl"), capsys)
     assert code == 2 and "lies inside the input folder --checkpoint" in one_line(err)
     assert digest(box) == before
 
@@ -72,6 +72,16 @@ def test_evaluate_matching_generations(box, capsys):
     code, err = run(evaluate(box), capsys)
     assert code == 0, err
     assert json.loads((box / "e.json").read_text())["n"] == 3
+    assert len((box / "e.predictions.jsonl").read_text().splitlines()) == 3
+
+
+def test_evaluate_predictions_file_equal_to_an_input_is_refused(box, capsys):
+    gens = box / "e.predictions.jsonl"  # where --out e.json would put its predictions
+    shutil.copyfile(box / "gen.jsonl", gens)
+    before = digest(box)
+    code, err = run(evaluate(box, generations=gens), capsys)
+    assert code == 2 and "is the input --generations" in one_line(err)
+    assert digest(box) == before
 
 
 @pytest.mark.parametrize("ids", [["s1", "s2"], ["s1", "s2", "s3", "s4"]])
@@ -86,8 +96,8 @@ def test_evaluate_generations_of_another_count_name_both_files(box, capsys, ids)
     assert digest(box) == before
 
 
-def test_evaluate_limit_matches_generate_limit(box, capsys):
-    (box / "gen.jsonl").write_text(record("s1") + record("s2"))  # what `generate --limit 2` writes
+def test_evaluate_limit_matches_sample_limit(box, capsys):
+    (box / "gen.jsonl").write_text(record("s1") + record("s2"))  # what `sample --limit 2` writes
     code, err = run(evaluate(box, "--limit", "2"), capsys)
     assert code == 0, err
 
@@ -133,16 +143,16 @@ def test_data_rocstories_equal_to_out_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    ["generate", "--limit", "-3"], ["generate", "--n-knowledge", "-1"], ["generate", "--candidates", "0"],
-    ["generate", "--max-new-tokens", "100000"], ["generate", "--batch", "1e9"],
+    ["sample", "--limit", "-3"], ["sample", "--n-knowledge", "-1"], ["sample", "--candidates", "0"],
+    ["sample", "--max-new-tokens", "100000"], ["sample", "--batch", "1e9"],
     ["evaluate", "--limit", "-1"], ["data", "--stories", "0"], ["data", "--stories", "1e12"],
     ["data", "--seed", "-1"], ["data", "--keywords", "1000"], ["label", "--candidates", "1"],
     ["label", "--stories", "-5"],
 ])
 def test_numeric_flags_are_bounded(box, capsys, argv):
     stage, rest = argv[0], argv[1:]
-    if stage == "generate":
-        full = generate(box, *rest)
+    if stage == "sample":
+        full = sample(box, *rest)
     elif stage == "evaluate":
         full = evaluate(box, *rest)
     elif stage == "data":
@@ -161,16 +171,16 @@ def test_undecodable_inputs_name_file_and_line(box, capsys, which):
     bad = box / "bad.txt"
     if which == "--data":
         bad.write_bytes(HEADER.encode() + b"s1,T,Caf\xe9 time.,A.,B.,C.,D.\n")
-        argv = generate(box)
+        argv = sample(box)
         argv[argv.index("--data") + 1] = str(bad)
         line, col = 2, 9
     elif which == "--keywords":
         bad.write_bytes(b'[["a"], [], [], []]\n[["\xff"], [], [], []]\n[["c"], [], [], []]\n')
-        argv = generate(box, "--keywords", str(bad))
+        argv = sample(box, "--keywords", str(bad))
         line, col = 2, 4
     else:
         bad.write_bytes(b"dog\tIsA\tanimal\n\xc3\tIsA\tthing\n")
-        argv = generate(box, "--knowledge", str(bad))
+        argv = sample(box, "--knowledge", str(bad))
         line, col = 2, 1
     code, err = run(argv, capsys)
     assert code == 2 and f"{bad}:{line}: not valid UTF-8 (byte 0x" in one_line(err) and f"column {col})" in err
@@ -198,7 +208,7 @@ def test_a_csv_the_csv_module_cannot_read_is_one_line(box, capsys):
 
     bad = box / "huge.csv"  # a field past the csv module's limit (131072 characters): csv.Error, not a ValueError
     bad.write_bytes(HEADER.encode() + b"s1,T," + b"a" * 200_000 + b",A.,B.,C.,D.\n")
-    argv = generate(box)
+    argv = sample(box)
     argv[argv.index("--data") + 1] = str(bad)
     old = csv.field_size_limit(131072)  # the default (the retrieval reader raises it process-wide for DPR files)
     try:

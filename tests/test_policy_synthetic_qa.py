@@ -1,8 +1,9 @@
 """Issue #36 for `megazoo task synthetic_qa ...`, as a user runs it: no output may replace an input
-(score, answers, questions, filter with --rejected and the counts file, evaluate with --predictions),
-generate never writes over a user's folder unasked and writes it whole, score checks the ids of
-its predictions against the data, undecodable files name file and line, user mistakes exit 2 with
-one line, and numeric flags are bounded."""
+(score, answers, sample, filter with --rejected and the counts file, evaluate with its
+FILE.predictions.json), data never writes over a user's folder unasked and writes it whole (and
+answers to its old name, generate), score checks the ids of its predictions against the data,
+undecodable files name file and line, user mistakes exit 2 with one line, and numeric flags are
+bounded."""
 
 import json
 
@@ -41,9 +42,9 @@ def files(tmp_path):
     (["answers", "--data", "{dev}", "--checkpoint", "{tmp}/ck", "--out", "{dev}"], "--out", "is the input --data"),
     (["answers", "--data", "{dev}", "--checkpoint", "{tmp}/ck", "--out", "{tmp}/ck/a.json"], "--out",
      "lies inside the input folder --checkpoint"),
-    (["questions", "--data", "{dev}", "--checkpoint", "{tmp}/ck", "--out", "{dev}"], "--out", "is the input --data"),
-    # questions and filter write FILE.counts.json beside --out: dev.counts.json here is the data
-    (["questions", "--data", "{tmp}/q.counts.json", "--checkpoint", "{tmp}/ck", "--out", "{tmp}/q.json"],
+    (["sample", "--data", "{dev}", "--checkpoint", "{tmp}/ck", "--out", "{dev}"], "--out", "is the input --data"),
+    # sample and filter write FILE.counts.json beside --out: dev.counts.json here is the data
+    (["sample", "--data", "{tmp}/q.counts.json", "--checkpoint", "{tmp}/ck", "--out", "{tmp}/q.json"],
      "--out", "(writes q.counts.json) is the input --data"),
     (["filter", "--data", "{dev}", "--checkpoint", "{tmp}/ck", "--out", "{dev}"], "--out", "is the input --data"),
     (["filter", "--data", "{dev}", "--checkpoint", "{tmp}/ck", "--out", "{tmp}/kept.json", "--rejected", "{dev}"],
@@ -54,12 +55,13 @@ def files(tmp_path):
     (["filter", "--data", "{tmp}/k.counts.json", "--checkpoint", "{tmp}/ck", "--out", "{tmp}/k.json"],
      "--out", "(writes k.counts.json) is the input --data"),
     (["evaluate", "--data", "{dev}", "--checkpoint", "{tmp}/ck", "--out", "{dev}"], "--out", "is the input --data"),
-    (["evaluate", "--data", "{dev}", "--checkpoint", "{tmp}/ck", "--out", "{tmp}/e.json", "--predictions", "{dev}"],
-     "--predictions", "is the input --data"),
+    # evaluate writes FILE.predictions.json beside --out
+    (["evaluate", "--data", "{tmp}/e.predictions.json", "--checkpoint", "{tmp}/ck", "--out", "{tmp}/e.json"],
+     "--out", "(writes e.predictions.json) is the input --data"),
 ])
 def test_an_output_onto_an_input_is_refused_and_changes_nothing(files, capsys, argv, label, relation):
     tmp, dev, pred = files
-    for name in ("q.counts.json", "k.counts.json", "o.json"):
+    for name in ("q.counts.json", "k.counts.json", "o.json", "e.predictions.json"):
         (tmp / name).write_text(json.dumps(DATA))
     before = snapshot(tmp)
     for extra in ([], ["--overwrite"]):
@@ -79,11 +81,11 @@ def test_generate_refuses_a_folder_with_user_files_and_replaces_it_only_with_ove
     out.mkdir()
     (out / "train.json").write_text("the user's own training set\n")
     before = snapshot(tmp_path)
-    code, err = run(capsys, "generate", out, "--text-paragraphs", "3")
+    code, err = run(capsys, "data", out, "--text-paragraphs", "3")
     assert code == 2 and "exists and is not empty" in one_line(err) and "--overwrite" in err
     assert snapshot(tmp_path) == before
-    code, err = run(capsys, "generate", out, "--text-paragraphs", "3", "--overwrite")
-    assert code == 0, err
+    code, err = run(capsys, "generate", out, "--text-paragraphs", "3", "--overwrite")  # the old name of data
+    assert code == 0 and err.strip() == "megazoo task synthetic_qa: note: `generate` is now `data`", err
     assert sorted(p.name for p in out.iterdir()) == ["dev.json", "paragraphs.json", "qg.jsonl", "train.json"]
     assert json.loads((out / "train.json").read_text())["data"]
     assert [p.name for p in tmp_path.iterdir()] == ["gen"]  # no scratch folder left beside it
@@ -98,7 +100,7 @@ def test_generate_failing_leaves_the_old_folder_and_no_scratch(tmp_path, capsys,
     out.mkdir()
     (out / "mine.txt").write_text("the user's\n")
     before = snapshot(tmp_path)
-    code, err = run(capsys, "generate", out, "--overwrite")
+    code, err = run(capsys, "data", out, "--overwrite")
     assert code == 2 and "the corpus is unreadable" in one_line(err)
     assert snapshot(tmp_path) == before and [p.name for p in tmp_path.iterdir()] == ["gen"]
 
@@ -166,15 +168,15 @@ def test_user_mistakes_exit_2_with_one_line(files, capsys):
     ["evaluate", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--batch", "0"],
     ["answers", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--top", "0"],
     ["answers", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--top", "1000000"],
-    ["questions", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--samples", "1000000000"],
-    ["questions", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--temperature", "1e9"],
-    ["questions", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--max-new-tokens", "100000000"],
-    ["questions", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--top-k", "-1"],
-    ["questions", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--seed", "-1"],
+    ["sample", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--samples", "1000000000"],
+    ["sample", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--temperature", "1e9"],
+    ["sample", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--max-new-tokens", "100000000"],
+    ["sample", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--top-k", "-1"],
+    ["sample", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--seed", "-1"],
     ["filter", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--batch", "100000000"],
     ["filter", "--data", "d", "--checkpoint", "c", "--out", "o.json", "--threshold", "1.5"],
-    ["generate", "g", "--train-paragraphs", "0"],
-    ["generate", "g", "--text-paragraphs", "1e12"],
+    ["data", "g", "--train-paragraphs", "0"],
+    ["data", "g", "--text-paragraphs", "1e12"],
     ["train", "synthetic_qa", "--nproc", "100000"],
 ])
 def test_numeric_flags_are_bounded(tmp_path, capsys, monkeypatch, argv):

@@ -1,4 +1,4 @@
-"""RACE on the core trainer with a tiny random BERT: `megazoo task race finetune` in one process,
+"""RACE on the core trainer with a tiny random BERT: `megazoo task race train` in one process,
 tp2 x pp2 equal to it (fp32, 1e-5) and running in bf16 (one 4-rank spawn), a resumed run equal to
 an uninterrupted one, the trainer's metrics lines, and the evaluate / ensemble stages (their two
 files, and predictions that give the in-training validation of the same checkpoint)."""
@@ -15,6 +15,7 @@ import torch
 from megazoo.cli import main as megazoo
 from megazoo.core.checkpoint.storage import update_latest
 from megazoo.core.parallel.launch import spawn
+from tests.evaluation_shape import check_evaluation
 
 # MFU needs a peak; measuring it costs a second per run, which tests do not need
 os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")
@@ -57,17 +58,17 @@ def final_valid(run_dir) -> dict:
 
 
 def finetune(run_dir, init, *extra: str) -> None:
-    assert megazoo(["task", "race", "finetune", "race", "--set", *overrides(run_dir, init, *extra)]) == 0
+    assert megazoo(["task", "race", "train", "race", "--set", *overrides(run_dir, init, *extra)]) == 0
 
 
 def four_rank_runs(init: str, root: str) -> dict:
     """Rank function: the fp32 and bf16 runs at tp2 x pp2 (the recipe loaded as the stage loads it)."""
     from megazoo.core.train.trainer import train
-    from megazoo.tasks.race.cli_finetune import load_race_recipe
+    from megazoo.tasks.race.cli import STAGES
 
     out = {}
     for name, extra in (("fp32", []), ("bf16", ["precision.dtype=bf16"])):
-        cfg = load_race_recipe("race", overrides(f"{root}/{name}", init, "parallel.tp=2", "parallel.pp=2", *extra))
+        cfg = STAGES["train"].load("race", overrides(f"{root}/{name}", init, "parallel.tp=2", "parallel.pp=2", *extra))
         summary = train(cfg)
         out[name] = {"losses": summary["losses"], "valid": summary["valid"]}
     return out
@@ -135,18 +136,22 @@ def test_a_resumed_run_equals_an_uninterrupted_one(runs, capsys):
     assert final_valid(run)["loss"] == pytest.approx(final_valid(root / "single")["loss"], abs=1e-6)
 
 
+def jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
 def test_evaluate_gives_the_in_training_validation_and_ensembles(runs, capsys):
     root, _, _ = runs
     out = root / "eval"
     a = out / "single.json"
     assert megazoo(["task", "race", "evaluate", "--data", str(FIXTURE), "--split", "dev", "--checkpoint",
                     str(root / "single" / "checkpoints"), "--out", str(a)]) == 0
-    summary = json.loads(a.read_text())
+    summary = check_evaluation(a, "race")
     assert summary["task"] == "race" and summary["split"] == "dev" and summary["n"] == 2
-    assert summary["checkpoint"].endswith("iter_0000004") and summary["predictions"] == "single.predictions.json"
+    assert summary["checkpoint"].endswith("iter_0000004") and summary["predictions"] == "single.predictions.jsonl"
     valid = final_valid(root / "single")  # step 4: the weights of iter_0000004, on the whole dev split
     assert summary["metrics"] == {k: valid[k] for k in ("accuracy", "accuracy_middle", "accuracy_high")}
-    preds = json.loads((out / "single.predictions.json").read_text())["predictions"]
+    preds = jsonl(out / "single.predictions.jsonl")
     loss = sum(-math.log(r["probs"][r["label"]]) for r in preds) / len(preds)
     assert abs(loss - valid["loss"]) <= TOL  # the same probabilities as the trainer's validation
     # the tp2 x pp2 run's best checkpoint, and the ensemble of the two (either file of a pair)
@@ -157,14 +162,13 @@ def test_evaluate_gives_the_in_training_validation_and_ensembles(runs, capsys):
     assert json.loads(b.read_text())["step"] == best["step"]
     assert "accuracy: overall" in capsys.readouterr().out
     ens = out / "ensemble.json"
-    assert megazoo(["task", "race", "ensemble", str(a), str(out / "tp2pp2-best.predictions.json"),
+    assert megazoo(["task", "race", "ensemble", str(a), str(out / "tp2pp2-best.predictions.jsonl"),
                     "--out", str(ens)]) == 0
     assert "ensemble of 2: accuracy: overall" in capsys.readouterr().out
-    e = json.loads(ens.read_text())
+    e = check_evaluation(ens, "race")
     assert e["n"] == 2 and set(e["metrics"]) == {"accuracy", "accuracy_middle", "accuracy_high"}
-    members = [json.loads((out / f"{n}.predictions.json").read_text())["predictions"]
-               for n in ("single", "tp2pp2-best")]
-    rows = json.loads((out / "ensemble.predictions.json").read_text())["predictions"]
+    members = [jsonl(out / f"{n}.predictions.jsonl") for n in ("single", "tp2pp2-best")]
+    rows = jsonl(out / "ensemble.predictions.jsonl")
     for i, row in enumerate(rows):
         avg = [(x + y) / 2 for x, y in zip(members[0][i]["probs"], members[1][i]["probs"])]
         assert row["probs"] == pytest.approx(avg, abs=1e-12)

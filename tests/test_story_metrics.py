@@ -14,6 +14,7 @@ from megazoo.core.data.errors import DataError
 from megazoo.eval.metrics.generation import distinct_n, repeat_n
 from megazoo.tasks.story.evaluate import contains, control_rate, distinct_4, repeat_4
 from megazoo.tasks.story.keywords_file import read_keywords
+from tests.evaluation_shape import check_evaluation
 
 FIX = Path(__file__).parent / "fixtures" / "story"
 
@@ -81,11 +82,11 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
     gen_data.write_text("storyid,storytitle,sentence1,sentence2,sentence3,sentence4,sentence5\n"
                         "s1,Out,Max went out.,A.,B.,C.,D.\ns2,Down,Mia sat down.,A.,B.,C.,D.\n")
     runs = {
-        "keywords": megazoo("generate", "--checkpoint", str(ckpt), "--data", str(data), "--keywords", str(keywords),
+        "keywords": megazoo("sample", "--checkpoint", str(ckpt), "--data", str(data), "--keywords", str(keywords),
                             "--out", str(tmp_path / "g.jsonl")),
-        "short": megazoo("generate", "--checkpoint", str(ckpt), "--data", str(FIX / "short_row.csv"),
+        "short": megazoo("sample", "--checkpoint", str(ckpt), "--data", str(FIX / "short_row.csv"),
                          "--out", str(tmp_path / "g.jsonl")),
-        "knowledge": megazoo("generate", "--checkpoint", str(ckpt), "--data", str(data), "--knowledge",
+        "knowledge": megazoo("sample", "--checkpoint", str(ckpt), "--data", str(data), "--knowledge",
                              str(FIX / "bad_kb.tsv"), "--out", str(tmp_path / "g.jsonl")),
         "evaluate": megazoo("evaluate", "--data", str(gen_data), "--generations", str(FIX / "generations.jsonl"),
                             "--keywords", str(keywords), "--out", str(tmp_path / "e2.json")),
@@ -101,15 +102,24 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
         if expected[name] is None:
             continue
         assert code == 2, (name, err)
-        assert err.strip().splitlines() == [f"megazoo task story generate: error: {expected[name]}"]
+        assert err.strip().splitlines() == [f"megazoo task story sample: error: {expected[name]}"]
+    # the stage's older name still runs it, with a one-line note
+    code, err = megazoo("generate", "--checkpoint", str(ckpt), "--data", str(FIX / "short_row.csv"), "--out",
+                        str(tmp_path / "g.jsonl"))
+    assert code == 2 and err.strip().splitlines() == [
+        "megazoo task story: note: `generate` is now `sample`",
+        f"megazoo task story generate: error: {expected['short']}"]
     # evaluate against the generations' own keywords: the hand-computed figures
     code, err = megazoo("evaluate", "--data", str(gen_data), "--generations", str(FIX / "generations.jsonl"), "--out",
                         str(tmp_path / "e.json"))
     assert code == 0, err
-    out = json.loads((tmp_path / "e.json").read_text())
-    assert out["n"] == 2 and out["metrics"]["ppl"] is None
+    out = check_evaluation(tmp_path / "e.json", "story")
+    assert out["n"] == 2 and "ppl" not in out["metrics"]  # no --checkpoint: no perplexity
     assert out["metrics"]["repeat_4"] == 0.5 and out["metrics"]["control_rate"] == 0.75
     assert out["metrics"]["distinct_4"] == pytest.approx(27 / 28)
+    assert out["predictions"] == "e.predictions.jsonl" and (out["keywords_followed"], out["keywords_given"]) == (6, 8)
+    per_story = [json.loads(x) for x in (tmp_path / "e.predictions.jsonl").read_text().splitlines()]
+    assert [(p["id"], p["keywords_followed"], p["keywords_given"]) for p in per_story] == [("s1", 4, 5), ("s2", 2, 3)]
     # keywords measured from another file: two stories' worth
     assert runs["evaluate"][0] == 0, runs["evaluate"][1]
     other = json.loads((tmp_path / "e2.json").read_text())

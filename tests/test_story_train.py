@@ -15,9 +15,10 @@ from megazoo.core.data.sft import IGNORE
 from megazoo.core.train import Trainer
 from megazoo.core.train.errors import ConfigError
 from megazoo.tasks.story.builder import build
-from megazoo.tasks.story.cli_train import load_story_recipe
+from megazoo.tasks.story.cli import STAGES
 from megazoo.tasks.story.generate import write_generated
 from megazoo.tasks.story.weak_labels import label_steps, ranker_steps
+from tests.evaluation_shape import check_evaluation
 from tests.test_race_finetune import make_tiny_bert
 from tests.train_cases import one_thread
 
@@ -39,9 +40,9 @@ def data(tmp_path_factory):
 
 def test_generator_pairs_put_the_loss_on_the_next_sentence_only(data, tmp_path):
     tok = build_tokenizer("gpt2")
-    cfg = load_story_recipe("story", [*TINY_GPT, f"data.path={data / 'data'}", f"task.knowledge={data / 'kb.tsv'}",
-                                      "task.drop_keywords=0", "task.drop_knowledge=0", f"log.dir={tmp_path / 'r'}",
-                                      "checkpoint.save=false"])
+    cfg = STAGES["train"].load("story", [*TINY_GPT, f"data.path={data / 'data'}",
+                                         f"task.knowledge={data / 'kb.tsv'}", "task.drop_keywords=0",
+                                         "task.drop_knowledge=0", f"log.dir={tmp_path / 'r'}", "checkpoint.save=false"])
     with one_thread():
         t = Trainer(cfg)
         try:
@@ -68,7 +69,7 @@ def test_generator_trains_and_writes_stories(data, tmp_path):
     keywords.write_text('[["late"], ["bread"], [], ["happy", "beach"]]\n' * 24)
     stories = data / "data" / "stories.csv"
     out = tmp_path / "g.jsonl"
-    args = ["task", "story", "generate", "--checkpoint", str(run), "--data", str(stories), "--limit", "2",
+    args = ["task", "story", "sample", "--checkpoint", str(run), "--data", str(stories), "--limit", "2",
             "--keywords", str(keywords), "--knowledge", str(data / "kb.tsv"), "--max-new-tokens", "4"]
     assert main([*args, "--out", str(out)]) == 0
     rows = [json.loads(x) for x in out.read_text().splitlines()]
@@ -82,13 +83,20 @@ def test_generator_trains_and_writes_stories(data, tmp_path):
     assert ant["original_keywords"] == rows[0]["keywords"]
     assert main(["task", "story", "evaluate", "--data", str(stories), "--generations", str(out), "--checkpoint",
                  str(run), "--limit", "2", "--out", str(tmp_path / "e.json")]) == 0  # the generations' two stories
-    ppl = json.loads((tmp_path / "e.json").read_text())["metrics"]["ppl"]
+    ppl = check_evaluation(tmp_path / "e.json", "story")["metrics"]["ppl"]
     assert 1 < ppl < 50304 * 2  # an untrained model is near uniform over the vocabulary
     # the leaderboard's evaluation: the same loop with the gold keywords, in memory
     from megazoo.tasks.story.leaderboard import EVALUATION
 
     got = EVALUATION.run(str(run), str(stories), {"limit": 2, "max_new_tokens": 4, "knowledge": str(data / "kb.tsv")})
     assert got["n"] == 2 and set(got) >= set(EVALUATION.metrics) and 0 <= got["control_rate"] <= 1
+    # a generator given where the ranker belongs: one line naming the flag and the component it has
+    from megazoo.eval.taskkit import NotTaskCheckpoint
+    from megazoo.tasks.story.models import Ranker
+
+    with pytest.raises(NotTaskCheckpoint, match=r"--ranker .*a story 'generator' checkpoint, this stage needs a "
+                                                r"'ranker' one \(task.component: ranker\)"):
+        Ranker(run)
 
 
 def test_ranker_trains_on_weak_labels_and_orders_knowledge(tmp_path):

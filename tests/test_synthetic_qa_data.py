@@ -1,5 +1,5 @@
 """synthetic_qa data: the SQuAD reader's one-line errors (`file:line: problem`) on the bad inputs of
-the issue, the shipped hand-written dev set, the template questions and the generate stage, and
+the issue, the shipped hand-written dev set, the template questions and the data stage, and
 the stages' one-line CLI errors."""
 
 import json
@@ -117,8 +117,8 @@ def test_prompt_holds_the_answer_sentence():
     assert clean_question(" Which signal? And more\nnext") == "Which signal?"
 
 
-def test_generate_stage(tmp_path):
-    assert megazoo(["task", "synthetic_qa", "generate", str(tmp_path / "d"), "--bootstrap", "templates",
+def test_data_stage(tmp_path):
+    assert megazoo(["task", "synthetic_qa", "data", str(tmp_path / "d"), "--bootstrap", "templates",
                     "--train-paragraphs", "20", "--text-paragraphs", "5"]) == 0
     train = read_squad(tmp_path / "d" / "train.json")
     text = read_squad(tmp_path / "d" / "paragraphs.json")
@@ -130,10 +130,10 @@ def test_generate_stage(tmp_path):
     assert len(pairs) == len(train.questions) and pairs[0]["response"] == " " + train.questions[0].question
 
 
-def test_generate_stage_trains_on_the_handwritten_set_and_keeps_its_text_out(tmp_path):
+def test_data_stage_trains_on_the_handwritten_set_and_keeps_its_text_out(tmp_path):
     from megazoo.tasks.synthetic_qa.generate import HANDWRITTEN
 
-    assert megazoo(["task", "synthetic_qa", "generate", str(tmp_path / "d"), "--text-paragraphs", "30"]) == 0
+    assert megazoo(["task", "synthetic_qa", "data", str(tmp_path / "d"), "--text-paragraphs", "30"]) == 0
     train = read_squad(tmp_path / "d" / "train.json")
     hand = read_squad(HANDWRITTEN)
     assert [(q.id, q.question, q.answers) for q in train.questions] == [(q.id, q.question, q.answers)
@@ -150,7 +150,7 @@ def test_generate_stage_trains_on_the_handwritten_set_and_keeps_its_text_out(tmp
     (["answers", "--data", "{missing}", "--checkpoint", "x", "--out", "o.json"], "--data {missing}: no such file"),
     (["evaluate", "--data", "{dev}", "--checkpoint", "{tmp}/none", "--out", "o.json"], "does not exist"),
     (["filter", "--data", "{bad}", "--checkpoint", "x", "--out", "o.json"], "{bad}:1: not valid JSON"),
-    (["questions", "--data", "{dev}", "--checkpoint", "{tmp}", "--out", "o.json"], "is not a megazoo model checkpoint"),
+    (["sample", "--data", "{dev}", "--checkpoint", "{tmp}", "--out", "o.json"], "is not a megazoo model checkpoint"),
     (["train", "synthetic_qa-answers", "--set", "task.name=race"], "task.name is 'race'"),
 ])
 def test_stage_errors_are_one_line(tmp_path, capsys, argv, message):

@@ -1,8 +1,9 @@
 """synthetic_qa models on the core trainer with tiny random models: the span head's training at
-tp2 equals one process (fp32, 1e-5); the evaluate stage's file and predictions (scored again by the
-score stage to the same numbers); an exported QA model answers the same in transformers
-(BertForQuestionAnswering); the answers, questions and filter stages on tiny checkpoints (the
-files they write, the counts adding up); the leaderboard entry."""
+tp2 equals one process (fp32, 1e-5); the evaluate stage's file (the shared evaluation shape) and its
+predictions FILE.predictions.json (scored again by the score stage to the same numbers); an exported
+QA model answers the same in transformers (BertForQuestionAnswering); the answers, sample (and its
+old name, questions) and filter stages on tiny checkpoints (the files they write, the counts adding
+up); the leaderboard entry."""
 
 import json
 import os
@@ -48,9 +49,9 @@ def lines(run_dir):
 
 def tp2_run(init, data, valid, root):
     from megazoo.core.train.trainer import train
-    from megazoo.tasks.synthetic_qa.cli_train import load_recipe
+    from megazoo.tasks.synthetic_qa.cli import STAGES
 
-    cfg = load_recipe("synthetic_qa", overrides(f"{root}/tp2", init, data, valid, "parallel.tp=2",
+    cfg = STAGES["train"].load("synthetic_qa", overrides(f"{root}/tp2", init, data, valid, "parallel.tp=2",
                                                 "checkpoint.save=false"))
     s = train(cfg)
     return {"losses": s["losses"], "valid": s["valid"]}
@@ -87,11 +88,14 @@ def test_span_head_at_tp2_equals_one_process(runs):
 
 
 def test_evaluate_and_score_agree(runs, tmp_path):
+    from tests.evaluation_shape import check_evaluation
+
     root, _ = runs
-    out, pred = tmp_path / "eval.json", tmp_path / "pred.json"
+    out, pred = tmp_path / "eval.json", tmp_path / "eval.predictions.json"
     assert megazoo(["task", "synthetic_qa", "evaluate", "--data", str(root / "valid.json"), "--checkpoint",
-                    str(root / "qa"), "--out", str(out), "--predictions", str(pred)]) == 0
-    r = json.loads(out.read_text())
+                    str(root / "qa"), "--out", str(out)]) == 0
+    r = check_evaluation(out, "synthetic_qa")
+    assert r["predictions"] == pred.name
     n = len(read_squad(root / "valid.json").questions)
     assert r["n"] == n and set(r["metrics"]) == {"exact_match", "f1"} and r["missing"] == []
     last = [x for x in lines(root / "qa") if x.get("split") == "valid"][-1]  # the in-training validation
@@ -152,7 +156,7 @@ def test_answers_questions_filter_stages(runs, tmp_path):
                     "log.progress=false", "log.plot=false", "checkpoint.resume=none",
                     f"log.dir={tmp_path / 'qg'}"]) == 0
     gen = tmp_path / "questions.json"
-    assert megazoo(["task", "synthetic_qa", "questions", "--data", str(cands), "--checkpoint", str(tmp_path / "qg"),
+    assert megazoo(["task", "synthetic_qa", "sample", "--data", str(cands), "--checkpoint", str(tmp_path / "qg"),
                     "--out", str(gen), "--samples", "2", "--max-new-tokens", "4", "--top-k", "5"]) == 0
     counts = json.loads((tmp_path / "questions.counts.json").read_text())
     assert counts["answers"] == len(f.questions) and counts["sampled"] == 2 * len(f.questions)

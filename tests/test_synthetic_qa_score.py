@@ -1,103 +1,25 @@
 """The synthetic_qa scorer against the official SQuAD scripts' logic (evaluate-v1.1.py and
-evaluate-v2.0.py, restated below line by line as the reference, since the scripts are not offline)
+evaluate-v2.0.py, restated in tests/squad_reference.py as the reference, since the scripts are not offline)
 on fixtures with tricky normalisation; v2.0's null threshold and HasAns/NoAns splits; the score
 stage's file and its handling of missing ids and bad files."""
 
-import collections
 import json
-import re
-import string
 
 import pytest
 
 from megazoo.cli import main as megazoo
 from megazoo.tasks.synthetic_qa.score import score
 from megazoo.tasks.synthetic_qa.squad import Question, read_squad, write_squad
+from tests.squad_reference import qas_of, v1_evaluate, v2_evaluate
 
 
-# --- the reference: the official scripts' functions -------------------------------------------
-def normalize_answer(s):
-    def remove_articles(text):
-        return re.sub(r"\b(a|an|the)\b", " ", text)
-
-    def white_space_fix(text):
-        return " ".join(text.split())
-
-    def remove_punc(text):
-        exclude = set(string.punctuation)
-        return "".join(ch for ch in text if ch not in exclude)
-
-    return white_space_fix(remove_articles(remove_punc(s.lower())))
-
-
-def v1_f1(prediction, ground_truth):
-    prediction_tokens = normalize_answer(prediction).split()
-    ground_truth_tokens = normalize_answer(ground_truth).split()
-    common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(prediction_tokens)
-    recall = 1.0 * num_same / len(ground_truth_tokens)
-    return (2 * precision * recall) / (precision + recall)
-
-
-def v1_evaluate(dataset, predictions):
-    f1 = exact_match = total = 0
-    for article in dataset:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                total += 1
-                if qa["id"] not in predictions:
-                    continue
-                ground_truths = [x["text"] for x in qa["answers"]]
-                prediction = predictions[qa["id"]]
-                exact_match += max(normalize_answer(prediction) == normalize_answer(g) for g in ground_truths)
-                f1 += max(v1_f1(prediction, g) for g in ground_truths)
-    return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
-
-
-def get_tokens(s):
-    if not s:
-        return []
-    return normalize_answer(s).split()
-
-
-def v2_f1(a_gold, a_pred):
-    gold_toks, pred_toks = get_tokens(a_gold), get_tokens(a_pred)
-    common = collections.Counter(gold_toks) & collections.Counter(pred_toks)
-    num_same = sum(common.values())
-    if len(gold_toks) == 0 or len(pred_toks) == 0:
-        return int(gold_toks == pred_toks)
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(pred_toks)
-    recall = 1.0 * num_same / len(gold_toks)
-    return (2 * precision * recall) / (precision + recall)
-
-
-def v2_evaluate(dataset, preds, na_probs=None, na_prob_thresh=1.0):
-    qid_to_has_ans = {qa["id"]: bool(qa["answers"]) for a in dataset for p in a["paragraphs"] for qa in p["qas"]}
-    na_probs = na_probs or {k: 0.0 for k in preds}
-    exact, f1 = {}, {}
-    for article in dataset:
-        for p in article["paragraphs"]:
-            for qa in p["qas"]:
-                gold_answers = [a["text"] for a in qa["answers"] if normalize_answer(a["text"])] or [""]
-                a_pred = preds[qa["id"]]
-                exact[qa["id"]] = max(int(normalize_answer(a) == normalize_answer(a_pred)) for a in gold_answers)
-                f1[qa["id"]] = max(v2_f1(a, a_pred) for a in gold_answers)
-    for scores in (exact, f1):
-        for qid in scores:
-            if na_probs[qid] > na_prob_thresh:
-                scores[qid] = float(not qid_to_has_ans[qid])
-    out = {"exact_match": 100.0 * sum(exact.values()) / len(exact), "f1": 100.0 * sum(f1.values()) / len(f1)}
-    for name, ids in (("HasAns", [k for k, v in qid_to_has_ans.items() if v]),
-                      ("NoAns", [k for k, v in qid_to_has_ans.items() if not v])):
-        if ids:
-            out[f"{name}_exact_match"] = 100.0 * sum(exact[k] for k in ids) / len(ids)
-            out[f"{name}_f1"] = 100.0 * sum(f1[k] for k in ids) / len(ids)
-    return out
+def as_printed(metrics, v2=False):
+    """Our fractions as the scripts print them: times 100, under their names (v2.0: exact, HasAns_*,
+    NoAns_*)."""
+    def name(k):
+        k = k.replace("has_ans_", "HasAns_").replace("no_ans_", "NoAns_")
+        return k.replace("exact_match", "exact") if v2 else k
+    return {name(k): 100.0 * v for k, v in metrics.items()}
 
 
 # --- fixtures ----------------------------------------------------------------------------------
@@ -142,12 +64,12 @@ def test_v1_equals_the_official_script(tmp_path):
     data = dataset(CASES)
     preds = {f"q{i}": p for i, (p, _) in enumerate(CASES)}
     ours = score(questions_of(data, tmp_path).questions, preds, v2=False)["metrics"]
-    ref = v1_evaluate(data, preds)
-    assert ours == pytest.approx(ref, abs=1e-12)
+    ref = v1_evaluate(qas_of(data), preds)
+    assert as_printed(ours) == pytest.approx(ref, abs=1e-12)
     assert 0 < ref["exact_match"] < 100 and 0 < ref["f1"] < 100  # the cases cover both outcomes
     # per question too, where the versions part: "the" vs "a" is EM 1, F1 0 in v1.1
     one = score(questions_of(dataset([("the", ["a"])]), tmp_path).questions, {"q0": "the"})
-    assert one["metrics"] == {"exact_match": 100.0, "f1": 0.0}
+    assert one["metrics"] == {"exact_match": 1.0, "f1": 0.0}
 
 
 @pytest.mark.parametrize("thresh", [1.0, 0.5])
@@ -159,11 +81,12 @@ def test_v2_equals_the_official_script(tmp_path, thresh):
     f = questions_of(data, tmp_path, "v2.0")
     assert f.v2
     ours = score(f.questions, preds, True, na, thresh)
-    ref = v2_evaluate(data, preds, na, thresh)
-    assert ours["metrics"] == pytest.approx(ref, abs=1e-12)
-    assert ours["counts"] == {"total": 15, "HasAns_total": 12, "NoAns_total": 3}
+    ref = v2_evaluate(qas_of(data), preds, na, thresh)
+    assert as_printed(ours["metrics"], v2=True) == pytest.approx(ref, abs=1e-12)
+    assert ours["counts"] == {"total": 15, "has_ans_total": 12, "no_ans_total": 3}
     # without probabilities: the same as the official default (all 0, threshold 1.0)
-    assert score(f.questions, preds, True)["metrics"] == pytest.approx(v2_evaluate(data, preds), abs=1e-12)
+    assert as_printed(score(f.questions, preds, True)["metrics"], v2=True) == \
+        pytest.approx(v2_evaluate(qas_of(data), preds), abs=1e-12)
 
 
 def test_missing_predictions_score_zero_and_are_listed(tmp_path):
@@ -171,8 +94,8 @@ def test_missing_predictions_score_zero_and_are_listed(tmp_path):
     preds = {"q0": "the Eiffel Tower", "q2": "iconic landmark", "extra": "ignored"}
     r = score(questions_of(data, tmp_path).questions, preds)
     assert r["missing"] == ["q1", "q3"]
-    assert r["metrics"] == pytest.approx(v1_evaluate(data, preds), abs=1e-12)
-    assert r["metrics"]["exact_match"] == 50.0
+    assert as_printed(r["metrics"]) == pytest.approx(v1_evaluate(qas_of(data), preds), abs=1e-12)
+    assert r["metrics"]["exact_match"] == 0.5
 
 
 def test_score_stage_file_and_errors(tmp_path, capsys):
@@ -193,7 +116,7 @@ def test_score_stage_file_and_errors(tmp_path, capsys):
                     "--out", str(out)]) == 0
     r = json.loads(out.read_text())
     assert r["n"] == 4 and set(r["metrics"]) == {"exact_match", "f1"} and r["missing"] == []
-    assert r["metrics"]["exact_match"] == 50.0
+    assert r["metrics"]["exact_match"] == 0.5
     bad = tmp_path / "bad.json"
     bad.write_text('{"q0": "a",\n "q1": }\n')
     assert megazoo(["task", "synthetic_qa", "score", "--data", str(dev), "--predictions", str(bad),

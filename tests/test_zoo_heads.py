@@ -1,4 +1,4 @@
-"""Task heads on BERT (zoo/heads.py): every head at tp=2, tp=2 + sp and pp=2 (through the pipeline
+"""Task heads on BERT (zoo/heads/): every head at tp=2, tp=2 + sp and pp=2 (through the pipeline
 runtime) gives one process's loss, logits, initial weights and gradients (fp32, 1e-5); the tp ranks
 agree on the head's dropout; the losses are Hugging Face's; a model built with a head exports to a
 folder transformers' Auto classes load with the same logits.

@@ -11,7 +11,7 @@ from megazoo.zoo.heads import choice_logits, span_logits
 
 BASE_CASES = ("gpt2", "llama", "bert", "bert-base", "bert-megatron", "t5", "t5-gated")
 ODD = "llama-odd"  # 6 query heads in 3 KV groups: tp=2 needs head padding
-# fine-tuned BERTs (zoo/heads.py): case -> (HF class, the Auto class that reloads an export)
+# fine-tuned BERTs (zoo/heads/): case -> (HF class, the Auto class that reloads an export)
 TASKS = {"bert-seq": ("BertForSequenceClassification", "AutoModelForSequenceClassification"),
          "bert-token": ("BertForTokenClassification", "AutoModelForTokenClassification"),
          "bert-qa": ("BertForQuestionAnswering", "AutoModelForQuestionAnswering"),

@@ -12,6 +12,7 @@ from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.plan.flops import model_flops
 from megazoo.core.plan.params import total_params
 from megazoo.core.plan.shapes import ModelShape
+from megazoo.core.plan.traits import ArchTraits, arch_traits
 from megazoo.core.train.builder import Builder
 from megazoo.core.train.config import ConfigError, check_type
 
@@ -53,11 +54,25 @@ def _moe_section(values: dict) -> dict:
 
 
 class ModelBuilder(Builder):
-    """Subclasses set `arch` and `config` (a TransformerConfig with to_dict)."""
+    """Subclasses set `arch` and `config` (a TransformerConfig with to_dict), and state as class
+    attributes what the model registry (zoo/registry.py) gives by name."""
 
     arch: str
     config: object
+    config_class: type  # the config dataclass (from_dict)
+    model_class: type  # the module of one model chunk
+    hf_model_types: tuple[str, ...] = ()  # Hugging Face model types it converts to and from (zoo/hf)
     unused_ok: tuple[str, ...] = ()  # checkpoint tensors a task drops on purpose (train.init_from)
+
+    @property
+    def traits(self) -> ArchTraits:
+        """What kind of model this is (core/plan/traits.py, keyed by the registered name)."""
+        return arch_traits(self.arch)
+
+    @property
+    def context_parallel(self) -> bool:
+        """Its stages take a sequence split over parallel.cp (checked before ranks start)."""
+        return self.traits.context_parallel
 
     def load_weights(self, chunks, path, ctx) -> dict:
         """train.init_from: this rank's slices of the pretrained folder's tensors (zoo/pretrained.py)."""

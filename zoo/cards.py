@@ -14,13 +14,13 @@ from pathlib import Path
 import yaml
 
 from megazoo.core.plan.shapes import ModelShape
+from megazoo.core.plan.traits import TRAITS, arch_traits
 
 CARDS_DIR = Path(__file__).with_name("cards")
 TOP_KEYS = ("name", "arch", "description", "paper", "tokenizer", "model")
 MODEL_KEYS = ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size",
               "seq_length", "position", "norm", "activation", "tie_embeddings", "bias", "rope_theta", "norm_eps")
 OPTIONAL_MODEL_KEYS = ("num_decoder_layers", "post_norm", "kv_channels")
-ARCHS = ("gpt", "llama", "bert", "t5")
 
 
 class CardError(ValueError):
@@ -68,8 +68,8 @@ def validate_card(card: dict, where: str = "card") -> None:
     if missing or extra:
         raise CardError(f"{where}: missing keys {missing}, unexpected keys {extra}; a card has exactly "
                         f"{', '.join(TOP_KEYS)}")
-    if card["arch"] not in ARCHS:
-        raise CardError(f"{where}: arch {card['arch']!r} is not one of {', '.join(ARCHS)}")
+    if not isinstance(card["arch"], str) or card["arch"] not in TRAITS:
+        raise CardError(f"{where}: arch {card['arch']!r} is not one of {', '.join(TRAITS)}")
     model = card["model"]
     if not isinstance(model, dict):
         raise CardError(f"{where}: model must be a mapping")
@@ -77,8 +77,8 @@ def validate_card(card: dict, where: str = "card") -> None:
     extra = [k for k in model if k not in MODEL_KEYS + OPTIONAL_MODEL_KEYS]
     if missing or extra:
         raise CardError(f"{where}: model is missing {missing} / has unexpected {extra}")
-    if card["arch"] == "t5" and "num_decoder_layers" not in model:
-        raise CardError(f"{where}: a t5 card needs model.num_decoder_layers")
+    if arch_traits(card["arch"]).encoder_decoder and "num_decoder_layers" not in model:
+        raise CardError(f"{where}: a {card['arch']} card needs model.num_decoder_layers")
 
 
 def card_shape(card: dict | str) -> ModelShape:
@@ -93,7 +93,7 @@ def card_shape(card: dict | str) -> ModelShape:
         kv_channels=m.get("kv_channels"), activation=m["activation"], tie_embeddings=bool(m["tie_embeddings"]),
         arch=card["arch"], position=m["position"], norm=m["norm"], bias=bool(m["bias"]),
         num_decoder_layers=int(m.get("num_decoder_layers") or 0),
-        dropout=card["arch"] != "llama",  # Llama-style models train without dropout
+        dropout=arch_traits(card["arch"]).dropout,  # Llama-style models train without dropout
         name=card["name"],
     )
     shape.validate()

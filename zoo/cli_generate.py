@@ -18,6 +18,7 @@ import time
 
 from megazoo.core.argtypes import float_in, int_in, probability
 from megazoo.core.fs import input_arg
+from megazoo.core.plan.traits import TRAITS, arch_traits
 
 PROG = "megazoo generate"
 DTYPES = ("fp32", "bf16")
@@ -76,7 +77,7 @@ def check(payload: dict) -> None:
     from megazoo.zoo.io import model_config, tokenizer_dir
 
     arch, cfg_dict = model_config(payload["checkpoint"])
-    if arch not in ("gpt", "llama", "t5"):
+    if arch not in TRAITS or not TRAITS[arch].generates:
         raise ValueError(f"{payload['checkpoint']} holds a {arch!r} model; generation needs a decoder (gpt, llama) "
                          "or t5")
     tok_dir = tokenizer_dir(payload["checkpoint"])
@@ -105,10 +106,10 @@ def check_prompts(arch: str, cfg, tok, prompts: list[str], max_new_tokens: int |
     new tokens exceed the model's context: the positions past it do not exist, so say the limit
     instead of failing inside the model. Without --max-new-tokens (None): the default, or what
     the longest prompt leaves of the context (said on stderr)."""
-    limit = getattr(cfg, "seq_length", None) if arch in ("gpt", "llama") else None
+    limit = getattr(cfg, "seq_length", None) if arch_traits(arch).causal else None
     lengths = []
     for i, text in enumerate(prompts, 1):
-        lengths.append(len(tok(text, add_special_tokens=arch == "t5")["input_ids"]))
+        lengths.append(len(tok(text, add_special_tokens=_special_tokens(arch))["input_ids"]))
         if not text.strip() or lengths[-1] == 0:
             raise ValueError(f"--prompt {i} is empty; give the text to continue")
     wanted = DEFAULT_NEW_TOKENS if max_new_tokens is None else max_new_tokens
@@ -125,6 +126,12 @@ def check_prompts(arch: str, cfg, tok, prompts: list[str], max_new_tokens: int |
                              f"tokens in all, more than the model's context of {limit} (model seq_length); "
                              f"use {room}")
     return wanted
+
+
+def _special_tokens(arch: str) -> bool:
+    """Whether a prompt is tokenised with the tokenizer's special tokens: an encoder-decoder reads it
+    as an encoder input (ending with </s>); a decoder continues the raw text."""
+    return arch_traits(arch).encoder_decoder
 
 
 def rank_main(payload: dict) -> None:
@@ -177,7 +184,7 @@ def generate_here(payload: dict) -> int:
         if ctx.rank == 0:
             print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
-    prompts = [tok(p, add_special_tokens=arch == "t5")["input_ids"] for p in payload["prompt"]]
+    prompts = [tok(p, add_special_tokens=_special_tokens(arch))["input_ids"] for p in payload["prompt"]]
     start = time.perf_counter()
     out = generate(model, prompts, payload["max_new_tokens"], do_sample=payload["do_sample"],
                    temperature=payload["temperature"], top_k=payload["top_k"], top_p=payload["top_p"],

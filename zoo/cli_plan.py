@@ -150,9 +150,10 @@ def build_shape(card: dict, args: argparse.Namespace):
 def gpt_config(card: dict, seq_length: int | None = None):
     """The zoo's GPTConfig for a gpt/llama card."""
     from megazoo.core.plan.shapes import PlanError
+    from megazoo.core.plan.traits import DECODER, kind_of
     from megazoo.zoo.gpt.config import GPTConfig
 
-    if card["arch"] not in ("gpt", "llama"):
+    if kind_of(card["arch"]) != DECODER:
         raise PlanError(f"--dry-run builds the GPT family (gpt, llama cards); {card['name']} is a {card['arch']} model")
     m = card["model"]
     kw = dict(num_layers=m["num_layers"], hidden_size=m["hidden_size"], num_heads=m["num_heads"],
@@ -249,21 +250,22 @@ def print_plan(p) -> None:
 
 
 # ------------------------------------------------------------------------------------------ validate
-VALIDATION_BASE_CARD = "gpt-345m"  # a plain GPT card; a row's sizes go over it as flags (MT-NLG has its own)
-LLAMA_BASE_CARD = "smollm2-135m"  # the Llama layout (RoPE, RMSNorm, SwiGLU, no biases, no dropout) for llama rows
+# a row's sizes go as flags over the card of its arch (MT-NLG has its own): a plain GPT card, and the
+# Llama layout (RoPE, RMSNorm, SwiGLU, no biases, no dropout)
+VALIDATION_BASE_CARDS = ("gpt-345m", "smollm2-135m")
 
 
 def row_command(row) -> list[str]:
     """`megazoo plan` arguments that reproduce one validation row (core/plan/validation.py): the
     row's sizes over a GPT card, its layout, the software settings it assumes and its paper's FLOP
     convention. tests/test_plan_cli.py runs each and checks step time and TFLOP/s."""
-    from megazoo.zoo.cards import card_shape
+    from megazoo.zoo.cards import card_shape, load_card
 
     from megazoo.core.plan.params import padded_vocab
 
     s, lay = row.shape, row.layout
-    card = "mt-nlg-530b" if row.source.startswith("MT-NLG") else LLAMA_BASE_CARD if s.arch == "llama" \
-        else VALIDATION_BASE_CARD
+    card = "mt-nlg-530b" if row.source.startswith("MT-NLG") else \
+        next(c for c in VALIDATION_BASE_CARDS if load_card(c)["arch"] == s.arch)
     argv = [card]
     base = card_shape(card)
     for name in SHAPE_FLAGS[:-1]:

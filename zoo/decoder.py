@@ -16,13 +16,14 @@ def load_decoder(checkpoint, ctx=None, use: str = "generation"):
 
     from megazoo.core.parallel.context import ParallelContext
     from megazoo.core.parallel.pipeline import build_chunks
+    from megazoo.core.plan.traits import DECODER, kind_of
     from megazoo.zoo.hf import build_model, config_from_dict, load_full_state
     from megazoo.zoo.io import is_hf_folder, load_model, tokenizer_dir
 
     path = Path(checkpoint)
     ctx = ctx or ParallelContext.single()
     arch, cfg_dict, state = load_model(path, hf=True)
-    if arch not in ("gpt", "llama"):
+    if kind_of(arch) != DECODER:
         raise ValueError(f"{path}: {use} needs a decoder (gpt or llama), this checkpoint is {arch!r}")
     cfg = config_from_dict(arch, cfg_dict)
     if ctx.pp == 1:

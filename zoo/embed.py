@@ -25,11 +25,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from megazoo.core.plan.traits import DECODER, ENCODER, kind_of
 from megazoo.zoo.pooling import KINDS as POOLINGS
 from megazoo.zoo.pooling import pool
-
-ENCODERS = ("bert",)
-DECODERS = ("gpt", "llama")
 
 
 class EmbedError(ValueError):
@@ -41,34 +39,26 @@ def _wrong_arch(path, arch: str) -> str:
             f"with mean pooling)")
 
 
-def _config_class(arch: str):
-    if arch in ENCODERS:
-        from megazoo.zoo.bert import BertConfig
-
-        return BertConfig
-    from megazoo.zoo.gpt import GPTConfig
-
-    return GPTConfig
-
-
 def read_checkpoint(path, decoders: bool = True) -> tuple[str, object, dict[str, torch.Tensor], Path, int | None]:
     """(arch, config, full state dict, tokenizer folder, max tokens the folder asks for) of an
     import-hf folder, a Hugging Face folder or a training checkpoint. decoders=False: refuse
     GPT/Llama decoders (the command's contract: sentence embeddings come from encoders)."""
     from megazoo.zoo.hf.models import config_from_dict
     from megazoo.zoo.io import load_model, tokenizer_dir
+    from megazoo.zoo.registry import builder_class
 
     path = Path(path)
     if not path.is_dir():
         raise EmbedError(f"{path}: no such checkpoint folder (give an `megazoo import-hf` folder, a Hugging Face "
                          f"BERT folder or a training checkpoint)")
     arch, cfg_dict, state = load_model(path, hf=True)
-    if arch not in ENCODERS + DECODERS:
+    kind = kind_of(arch)
+    if kind not in (ENCODER, DECODER):
         raise EmbedError(_wrong_arch(path, arch))
-    if arch in DECODERS and not decoders:
+    if kind == DECODER and not decoders:
         raise EmbedError(f"{path}: holds a {arch!r} decoder; megazoo embed takes a BERT encoder checkpoint (a "
                          f"sentence-transformers or `megazoo import-hf` BERT folder, or a BERT training run)")
-    known = {f.name for f in dataclasses.fields(_config_class(arch))}  # task checkpoints carry extra keys
+    known = {f.name for f in dataclasses.fields(builder_class(arch).config_class)}  # task checkpoints carry extra keys
     cfg = config_from_dict(arch, {k: v for k, v in cfg_dict.items() if k in known})
     tokenizer = tokenizer_dir(path)
     if tokenizer is None:
@@ -133,7 +123,7 @@ class Embedder:
         self.ctx = ParallelContext.single(torch.device(device) if device is not None else pick_device())
         self.model, self.norm = self._build(arch, cfg, state, dtype)
         self.hidden_size = cfg.hidden_size
-        limit = cfg.seq_length if arch in ENCODERS or cfg.position == "learned" else None
+        limit = cfg.seq_length if kind_of(arch) == ENCODER or cfg.position == "learned" else None
         self.max_length = max_length or st_max or limit or 512
         if limit is not None and self.max_length > limit:
             raise EmbedError(f"max length {self.max_length} exceeds the model's {limit} positions")
@@ -144,7 +134,7 @@ class Embedder:
         from megazoo.zoo.hf.shard import load_full_state
 
         kw = dict(dtype=dtype, device=self.ctx.device)
-        if arch in ENCODERS:
+        if kind_of(arch) == ENCODER:
             if "embed.weight" not in state and "bert.embed.weight" in state:  # a task model's encoder
                 state = {k[5:]: v for k, v in state.items() if k.startswith("bert.")}
             # embeddings need the encoder only: the pretraining and task heads would cost time
@@ -177,7 +167,7 @@ class Embedder:
         (e.g. `FILE:LINE`; default `text I`)."""
         if pooling not in POOLINGS:
             raise EmbedError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
-        if pooling == "cls" and self.arch not in ENCODERS:
+        if pooling == "cls" and kind_of(self.arch) != ENCODER:
             raise EmbedError(f"--pooling cls needs a bidirectional encoder; a {self.arch} decoder has no [CLS] "
                              f"token: use --pooling mean")
         if batch < 1:

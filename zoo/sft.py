@@ -26,12 +26,12 @@ import math
 import torch.distributed as dist
 
 from megazoo.core.data import sft as reader
+from megazoo.core.plan.traits import DECODER, architectures, kind_of
 from megazoo.core.train.builder import Builder, TaskBuilder
 from megazoo.core.train.data import EpochSource
 from megazoo.core.train.config_checks import check_type
 from megazoo.core.train.errors import ConfigError
 
-ARCHS = ("gpt", "llama")
 DEFAULTS = {"valid_fraction": 0.05, "truncate": "left", "template": "plain"}
 
 
@@ -106,8 +106,9 @@ def check_task(task: dict) -> dict:
 
 def build(task: dict, model: dict, recompute: str = "none") -> SFTBuilder:
     arch = model.get("arch", "gpt")
-    if arch not in ARCHS:
-        raise ConfigError(f"task sft fine-tunes decoders: model.arch={arch!r} is not one of {', '.join(ARCHS)}")
+    if kind_of(arch) != DECODER:
+        raise ConfigError(f"task sft fine-tunes decoders: model.arch={arch!r} is not one of "
+                          f"{', '.join(architectures(DECODER))}")
     from megazoo.zoo.gpt.builder import build as build_gpt
 
     return SFTBuilder(build_gpt(model, recompute), check_task(task))

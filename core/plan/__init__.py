@@ -11,9 +11,10 @@ from megazoo.core.plan.params import (active_params, check_layout, padded_vocab,
 from megazoo.core.plan.planner import Plan, plan
 from megazoo.core.plan.search import search
 from megazoo.core.plan.shapes import GPU, Efficiency, Layout, ModelShape, PlanError
+from megazoo.core.plan.traits import ArchTraits, arch_traits
 
 __all__ = [
-    "DEFAULT_EFFICIENCY", "GPU", "GPUS", "active_params", "Efficiency", "Layout", "ModelShape", "Plan", "PlanError",
-    "check_layout", "flops_per_token", "get_gpu", "model_flops", "narayanan_flops", "padded_vocab", "plan",
-    "search", "stage_params", "stage_shapes", "total_params",
+    "DEFAULT_EFFICIENCY", "GPU", "GPUS", "active_params", "ArchTraits", "arch_traits", "Efficiency", "Layout",
+    "ModelShape", "Plan", "PlanError", "check_layout", "flops_per_token", "get_gpu", "model_flops", "narayanan_flops",
+    "padded_vocab", "plan", "search", "stage_params", "stage_shapes", "total_params",
 ]

@@ -33,9 +33,9 @@ def model_flops(shape: ModelShape, batch: int, seq: int | None = None, tp: int =
     layer = 6 * h * f * e + proj + 6 * h * 4 * shape.adapter_size
     n = shape.num_layers
     head = 6 * h * shape_vocab(shape, tp) if shape.lm_head else 0  # per token of the output layer
-    if shape.arch == "bert" and shape.lm_head:  # the masked-LM head's dense transform
+    if shape.traits.mlm_heads and shape.lm_head:  # the masked-LM head's dense transform
         head += 6 * h * h
-    if shape.arch != "t5":
+    if not shape.traits.encoder_decoder:
         n_moe = shape.num_moe_layers
         moe_extra = n_moe * (6 * h * shape.expert_ffn * e * shape.top_k + 6 * h * shape.num_experts - 6 * h * f * e)
         return float(batch * s * (layer * n + moe_extra + head) + attn_coeff * q * batch * s * s * n)

@@ -62,12 +62,12 @@ def grad_buckets(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[in
     shapes = stage_shapes(shape, layout, stage, experts=False if shape.moe else None)
     experts = stage_shapes(shape, layout, stage, experts=True) if shape.moe else []
     late: list[tuple[int, ...]] = []
-    if shape.tie_embeddings and layout.pp > 1 and shape.arch in ("gpt", "llama", "bert"):
+    if shape.tie_embeddings and layout.pp > 1 and shape.traits.pipeline_parallel:
         if stage == 0:
             late.append(shapes.pop(0))  # the word embedding
         if stage == layout.pp - 1:
             late.append(shapes.pop())  # the last stage's copy of it (the output layer)
-    if stage == 0 and shape.arch in ("gpt", "llama") and shape.position == "learned" and not late and shapes:
+    if stage == 0 and shape.traits.position_table_first and shape.position == "learned" and not late and shapes:
         shapes[0], shapes[1] = shapes[1], shapes[0]  # pos_embed is registered before embed.weight
     dense = layout.dp_cp if layout.distributed_optimizer else 1
     expert = layout.expert_dp if layout.distributed_optimizer else 1
@@ -198,8 +198,9 @@ def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: fl
     chunks = inflight_chunks(layout, stage)
     chunk_layers = shape.num_layers // (layout.pp * layout.vpp)
     layers_per_rank = sum(stop - start for start, stop in stage_layers(shape, layout, stage))
-    n_layers = shape.num_layers + shape.num_decoder_layers if shape.arch == "t5" else layers_per_rank
-    act = chunks * chunk_layers * stage_layer_activation_bytes(shape, layout, stage) if shape.arch != "t5" else \
+    encoder_decoder = shape.traits.encoder_decoder  # one stage holding both stacks
+    n_layers = shape.num_layers + shape.num_decoder_layers if encoder_decoder else layers_per_rank
+    act = chunks * chunk_layers * stage_layer_activation_bytes(shape, layout, stage) if not encoder_decoder else \
         n_layers * layer_activation_bytes(shape, layout)
     if layout.recompute == "full":  # one layer's full set is live while it is recomputed
         act += layer_activation_bytes(shape, layout, recompute="none", moe=shape.moe)

@@ -50,8 +50,8 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
         raise PlanError(f"ffn_hidden_size {shape.ffn_hidden_size} is not divisible by tp {t}")
     if shape.moe and shape.expert_ffn % t:
         raise PlanError(f"the experts' ffn_hidden_size {shape.expert_ffn} is not divisible by tp {t}")
-    if c > 1 and shape.arch == "t5":
-        raise PlanError("context parallelism for T5 is not supported; use cp=1")
+    if c > 1 and shape.traits.encoder_decoder:  # the ring splits self-attention, not cross-attention
+        raise PlanError(f"context parallelism for {shape.traits.title} is not supported; use cp=1")
     if layout.ep > 1 and not shape.moe:
         raise PlanError(f"ep {layout.ep} needs a mixture-of-experts model (num_experts > 0); use ep=1")
     if shape.moe and shape.num_experts % layout.ep:
@@ -61,8 +61,8 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
         raise PlanError(f"ep {layout.ep} does not divide the data-parallel size {layout.dp} (GPUs {layout.gpus} = "
                         f"tp {t} x cp {c} x pp {p} x dp {layout.dp}): expert parallelism is carved out of the "
                         "data-parallel ranks")
-    if shape.arch == "t5" and p > 1:
-        raise PlanError("pipeline parallelism for T5 is not supported (as in Megatron-LM); use pp=1")
+    if not shape.traits.pipeline_parallel and p > 1:
+        raise PlanError(f"pipeline parallelism for {shape.traits.title} is not supported (as in Megatron-LM); use pp=1")
     if layout.vpp > 1 and p == 1:
         raise PlanError("vpp > 1 needs pp > 1 (interleaving needs a pipeline)")
     if shape.num_layers % (p * layout.vpp):
@@ -168,7 +168,7 @@ def embedding_shapes(shape: ModelShape, tp: int, seq: int) -> list[tuple[int, ..
     out: list[tuple[int, ...]] = [(shape_vocab(shape, tp) // tp, h)]
     if shape.position == "learned":
         out.append((seq, h))
-    if shape.arch == "bert" and shape.num_tokentypes:
+    if shape.traits.token_types and shape.num_tokentypes:
         out.append((shape.num_tokentypes, h))  # token types
     if shape.has_embedding_norm:
         out += _norm(shape, h)  # post-norm layouts (the original BERT) normalise the embeddings
@@ -181,16 +181,16 @@ def head_shapes(shape: ModelShape, tp: int, pp: int) -> list[tuple[int, ...]]:
     h = shape.hidden_size
     vocab_rows = shape_vocab(shape, tp) // tp
     out = list(_norm(shape, h)) if shape.final_norm else []
-    if shape.arch == "t5":
+    if shape.traits.encoder_decoder:
         out += _norm(shape, h)  # encoder and decoder each end with a norm
-    if shape.arch == "bert":
+    if shape.traits.mlm_heads:
         if shape.pooler:
             out += [(h, h), (h,)]
         if shape.lm_head:
             out += [(h, h), (h,)] + _norm(shape, h) + [(vocab_rows,)]  # masked-LM head transform + bias
         if shape.binary_head:
             out += [(2, h), (2,)]  # binary (next-sentence) head
-    if shape.task_outputs:  # replicated on every tp rank (zoo/heads.py)
+    if shape.task_outputs:  # replicated on every tp rank (zoo/heads/)
         out += [(shape.task_outputs, h), (shape.task_outputs,)]
     if shape.lm_head and (not shape.tie_embeddings or pp > 1):
         out.append((vocab_rows, h))
@@ -223,7 +223,7 @@ def stage_shapes(shape: ModelShape, layout: Layout, stage: int, experts: bool | 
     for start, stop in stage_layers(shape, layout, stage) if shape.moe else ():
         for i in range(start, stop):
             out += layer_shapes(shape, t, moe=shape.is_moe_layer(i), ep=0 if experts is False else layout.ep)
-    if shape.arch == "t5":
+    if shape.traits.encoder_decoder:
         out += layer_shapes(shape, t, decoder=True) * shape.num_decoder_layers
         out.append((shape.relative_buckets, shape.num_heads // t))
     if stage == p - 1:
@@ -247,7 +247,7 @@ def stage_params(shape: ModelShape, layout: Layout, stage: int) -> int:
     n_moe = stage_moe_layers(shape, layout, stage)
     total += (n_layers - n_moe) * _count(layer_shapes(shape, t))
     total += n_moe * _count(layer_shapes(shape, t, moe=True, ep=layout.ep)) if n_moe else 0
-    if shape.arch == "t5":
+    if shape.traits.encoder_decoder:
         total += shape.num_decoder_layers * _count(layer_shapes(shape, t, decoder=True))
         total += shape.relative_buckets * (shape.num_heads // t)
     if stage == p - 1:

@@ -26,10 +26,10 @@ def candidate_layouts(shape: ModelShape, base: Layout, gpu: GPU, micro_batches=(
         if shape.num_heads % tp or shape.kv_heads % tp or shape.ffn_hidden_size % tp:
             continue
         for cp in cps:
-            if cp > 1 and (seq % (2 * cp) or shape.arch == "t5"):
+            if cp > 1 and (seq % (2 * cp) or shape.traits.encoder_decoder):
                 continue
             for pp in divisors(shape.num_layers):
-                if base.gpus % (tp * cp * pp) or (shape.arch == "t5" and pp > 1):
+                if base.gpus % (tp * cp * pp) or (pp > 1 and not shape.traits.pipeline_parallel):
                     continue
                 dp = base.gpus // (tp * cp * pp)
                 vpps = [v for v in divisors(shape.num_layers // pp) if v <= max_vpp] if pp > 1 else [1]

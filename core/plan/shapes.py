@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ARCHS = ("gpt", "llama", "bert", "t5")
+from megazoo.core.plan.traits import ArchTraits, UnknownArchitecture, arch_traits
+
 ACTIVATIONS = ("gelu", "gelu_exact", "swiglu", "geglu", "relu")
 
 
@@ -30,7 +31,7 @@ class ModelShape:
     kv_channels: int | None = None  # per-head size; None: hidden_size // num_heads
     activation: str = "gelu"
     tie_embeddings: bool = True
-    arch: str = "gpt"
+    arch: str = "gpt"  # a registered architecture; its traits (core/plan/traits.py) say what kind of model it is
     position: str = "learned"  # learned | rope | relative
     norm: str = "layernorm"  # layernorm | rmsnorm
     bias: bool = True
@@ -107,20 +108,27 @@ class ModelShape:
         return self.activation in ("swiglu", "geglu")
 
     @property
+    def traits(self) -> ArchTraits:
+        """What kind of model `arch` is (UnknownArchitecture, a ValueError, for an unknown name)."""
+        return arch_traits(self.arch)
+
+    @property
     def causal(self) -> bool:
-        return self.arch in ("gpt", "llama")
+        return self.traits.causal
 
     @property
     def has_embedding_norm(self) -> bool:
-        return self.arch == "bert" if self.embedding_norm is None else self.embedding_norm
+        return self.traits.embedding_norm if self.embedding_norm is None else self.embedding_norm
 
     @property
     def decoder_seq(self) -> int:
         return self.decoder_seq_length or self.seq_length
 
     def validate(self) -> None:
-        if self.arch not in ARCHS:
-            raise PlanError(f"model arch {self.arch!r} is not one of {', '.join(ARCHS)}")
+        try:
+            traits = self.traits
+        except UnknownArchitecture as e:
+            raise PlanError(str(e)) from None
         if self.activation not in ACTIVATIONS:
             raise PlanError(f"model activation {self.activation!r} is not one of {', '.join(ACTIVATIONS)}")
         for name in ("num_layers", "hidden_size", "num_heads", "ffn_hidden_size", "vocab_size", "seq_length"):
@@ -133,7 +141,7 @@ class ModelShape:
         if self.num_heads % self.kv_heads:
             raise PlanError(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.kv_heads}")
         if self.moe:
-            if self.arch not in ("gpt", "llama"):
+            if not traits.moe:
                 raise PlanError(f"mixture of experts is planned for gpt and llama models, not {self.arch}")
             for name in ("top_k", "moe_every"):
                 value = getattr(self, name)

@@ -251,7 +251,7 @@ def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Eff
     e = 4 if layout.precision == "fp32" else 2
     n_layers = sum(stop - start for start, stop in stage_layers(shape, layout, stage))
     n_moe = stage_moe_layers(shape, layout, stage)
-    if shape.arch == "t5":
+    if shape.traits.encoder_decoder:
         n_layers += shape.num_decoder_layers * 1.5  # cross-attention adds about half a layer
     dense = layer_time(shape, layout, gpu, eff)
     sparse = layer_time(shape, layout, gpu, eff, moe=True) if n_moe else dense

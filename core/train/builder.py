@@ -1,6 +1,6 @@
 """What the trainer asks of a model or a task: the builder protocol, with its defaults.
 
-Architectures register a function in the entry-point group "megazoo.models" (pyproject.toml),
+Architectures register a builder (a class, or a function) in the entry-point group "megazoo.models" (pyproject.toml),
 `gpt = "megazoo.zoo.gpt.builder:build"`, called as `build(model: dict, recompute: str)`; tasks
 register one in "megazoo.tasks", `race = "megazoo.tasks.race.builder:build"`, called as
 `build(task: dict, model: dict, recompute: str)`, which usually adjusts the model section (a head,
@@ -98,6 +98,10 @@ class Builder:
     def evaluate(self, chunks, ctx, dtype) -> dict:
         """Task metrics on the validation data, computed collectively on every rank (none here)."""
         return {}
+
+    def before_step(self, step: int, chunks, ctx, dtype) -> None:
+        """Called on every rank before each training step, collectively: a builder that updates its
+        data from the model overrides it (the retrieval reader's end-to-end re-retrieval). Nothing here."""
 
 
 class TaskBuilder(Builder):

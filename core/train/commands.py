@@ -1,4 +1,4 @@
-"""What every recipe-driven command shares (`megazoo train`, `megazoo task race finetune`, ...):
+"""What every recipe-driven command shares (`megazoo train`, `megazoo task race train`, ...):
 its arguments, loading and validating the recipe once, starting local ranks, and running the body
 in a rank with the error reporting users see.
 

@@ -63,51 +63,83 @@ def describe_init(path, report: dict) -> str:
 
 
 class Trainer:
+    """One training run on this rank: built in named steps (model, resume point, optimizer, data,
+    run state, restored checkpoint, log), then `fit()`."""
+
     def __init__(self, cfg: RunConfig, ctx: ParallelContext | None = None, builder=None, monitor: bool = True):
         self.cfg = cfg
         world = _world()
         self.builder = builder or cfg.validate(world)
         self.ctx = ctx or ParallelContext.build(cfg.parallel)
-        ctx = self.ctx
-        self.is_logger = ctx.rank == 0
-        t = cfg.train
+        self.is_logger = self.ctx.rank == 0
         self.dtype = cfg.compute_dtype
+        self._build_model()
+        resume_folder = self._find_resume(monitor)
+        self._load_initial_weights(resume_folder)
+        self._build_optimizer()
+        self._build_data()
+        self._start_run_state()
+        if world > 1:
+            dist.barrier()
+        resumed_from = self._resume(resume_folder, monitor) if resume_folder is not None else None
+        self._start_log(monitor, resumed_from)
+
+    def _build_model(self) -> None:
+        """This rank's chunks, in training mode (the allocator policy set before the first big tensor)."""
+        cfg, ctx = self.cfg, self.ctx
         # the allocator policy is set before the first big tensor: memory that stays mapped
-        self.allocator_policy = set_allocator_policy(t.allocator, ctx.device)
-        self.chunks = self.builder.chunks(ctx, t.seed)
+        self.allocator_policy = set_allocator_policy(cfg.train.allocator, ctx.device)
+        self.chunks = self.builder.chunks(ctx, cfg.train.seed)
         self.has_moe = bool(self.builder.to_dict().get("moe"))  # MoE metrics in the log (collective: every rank)
         check_context_parallel(cfg, self.builder, self.chunks)
         for c in self.chunks:
             c.train()
+
+    def _find_resume(self, monitor: bool):
+        """The checkpoint this run continues (None: a fresh start), after the run folder is checked."""
+        cfg = self.cfg
         rundir.check_writable(cfg, monitor and self.is_logger)  # before the first step, not after the last
         # a run's own checkpoint wins over train.init_from (a resumed fine-tune continues itself)
         resume_folder = checkpointing.find_checkpoint(cfg.checkpoint.resume, cfg.checkpoint_dir())
         rundir.check_one_run(cfg, resume_folder, monitor)  # before anything is written: one run per folder
+        return resume_folder
+
+    def _load_initial_weights(self, resume_folder) -> None:
+        """train.init_from (unless the run resumes itself), then train.trainable."""
+        t = self.cfg.train
         self.init_report = None
         if t.init_from and resume_folder is None:
-            self.init_report = self.builder.load_weights(self.chunks, t.init_from, ctx)
+            self.init_report = self.builder.load_weights(self.chunks, t.init_from, self.ctx)
         self.trainable = apply_trainable(self.chunks, t.trainable)
+
+    def _build_optimizer(self) -> None:
+        """The loss scaler, the mixed-precision optimizer, the schedule and train.compile."""
+        cfg, t = self.cfg, self.cfg.train
+        if cfg.precision.dtype == "fp16":
+            p = cfg.precision
+            self.scaler = DynamicScaler(p.initial_scale, p.min_scale, growth_interval=p.growth_interval,
+                                        hysteresis=p.hysteresis)
+        else:
+            self.scaler = ConstantScaler(1.0)
+        settings = AdamWSettings(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), eps=t.eps,
+                                 clip_grad=t.clip_grad, distributed=cfg.optim.distributed,
+                                 bucket_size=cfg.optim.bucket_size, overlap_grad_reduce=cfg.optim.overlap_grad_reduce)
+        self.optimizer = MixedPrecisionOptimizer(self.chunks, self.ctx, settings, self.dtype, self.scaler)
+        if t.compile:  # in place (state_dict names unchanged); compiles on the first step
+            for c in self.chunks:
+                c.compile(backend=t.compile_backend)
+        self.compile_seconds = None  # train.compile: the first step's time over the second's
+
+    def _build_data(self) -> None:
+        """The train and validation batches (train.epochs and warmup_fraction resolved against the data)."""
+        cfg, t, ctx = self.cfg, self.cfg.train, self.ctx
         train_source, valid_source = build_sources(cfg, self.builder)
         if t.epochs:
             derive_steps(cfg, len(train_source))
         if t.warmup_fraction:
             t.warmup = int(t.warmup_fraction * t.steps)
-        if cfg.precision.dtype == "fp16":
-            p = cfg.precision
-            scaler = DynamicScaler(p.initial_scale, p.min_scale, growth_interval=p.growth_interval,
-                                   hysteresis=p.hysteresis)
-        else:
-            scaler = ConstantScaler(1.0)
-        self.scaler = scaler
-        settings = AdamWSettings(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), eps=t.eps,
-                                 clip_grad=t.clip_grad, distributed=cfg.optim.distributed,
-                                 bucket_size=cfg.optim.bucket_size, overlap_grad_reduce=cfg.optim.overlap_grad_reduce)
-        self.optimizer = MixedPrecisionOptimizer(self.chunks, ctx, settings, self.dtype, scaler)
+        # the schedule after the step count is known (train.epochs derives it from the data)
         self.schedule = LRSchedule(t.lr, t.min_lr, t.warmup, t.steps, t.decay)
-        if t.compile:  # in place (state_dict names unchanged); compiles on the first step
-            for c in self.chunks:
-                c.compile(backend=t.compile_backend)
-        self.compile_seconds = None  # train.compile: the first step's time over the second's
         self.num_micro = cfg.micro_batches_per_step(ctx.dp)
         collate = self.builder.collate
         # under context parallelism each cp rank takes its two chunks of every sequence
@@ -117,6 +149,10 @@ class Trainer:
                                   ctx.cp, ctx.cp_rank)
         # a task's (finite) validation split is read whole (the last batch wraps around to fill it)
         self.valid_iters = -(-len(valid_source) // t.global_batch) if self.builder.whole_valid_split else t.eval_iters
+
+    def _start_run_state(self) -> None:
+        """Counters, the best-checkpoint tracker, the peak FLOP/s for MFU and the async saver."""
+        cfg, ctx = self.cfg, self.ctx
         self.step = 0
         self.consumed_samples = 0
         self.consumed_tokens = 0  # real (unpadded-length) tokens; on resume: samples x seq_length
@@ -131,34 +167,40 @@ class Trainer:
         # asynchronous saves: a background writer with its own gloo group (made on every rank)
         self.saver = (checkpointing.AsyncCheckpointer(ctx) if cfg.checkpoint.save and cfg.checkpoint.async_save
                       else None)
-        if world > 1:
-            dist.barrier()
-        resumed_from = None
-        if resume_folder is not None:
-            info = checkpointing.load(self, resume_folder)
-            resumed_from = info["path"] + ("" if info["per_rank_restored"] else
-                                           f" (saved at layout {info['layout']}; RNG streams start afresh)")
-            if "precision_from" in info:
-                resumed_from += (f" (saved in {info['precision_from']}, continued in {cfg.precision.dtype} from its "
-                                 f"fp32 weights; the loss scaler starts afresh)")
-            self.consumed_tokens = self.consumed_samples * self.builder.seq_length
-            if self.is_logger and monitor:  # a killed run may have logged steps after its checkpoint
-                checkpointing.trim_metrics(self.run_dir, self.step)
+
+    def _resume(self, resume_folder, monitor: bool) -> str:
+        """Load the run's own checkpoint; what to say about it in the log."""
+        cfg = self.cfg
+        info = checkpointing.load(self, resume_folder)
+        resumed_from = info["path"] + ("" if info["per_rank_restored"] else
+                                       f" (saved at layout {info['layout']}; RNG streams start afresh)")
+        if "precision_from" in info:
+            resumed_from += (f" (saved in {info['precision_from']}, continued in {cfg.precision.dtype} from its "
+                             f"fp32 weights; the loss scaler starts afresh)")
+        self.consumed_tokens = self.consumed_samples * self.builder.seq_length
+        if self.is_logger and monitor:  # a killed run may have logged steps after its checkpoint
+            checkpointing.trim_metrics(self.run_dir, self.step)
+        return resumed_from
+
+    def _start_log(self, monitor: bool, resumed_from: str | None) -> None:
+        """The monitor (progress, metrics.jsonl), the resolved config.yaml and the run's first lines."""
+        cfg, t, ctx = self.cfg, self.cfg.train, self.ctx
         self.monitor = Monitor(self.run_dir, t.steps, self.step, cfg.log.progress, cfg.log.tensorboard,
                                enabled=monitor and self.is_logger)
-        if self.is_logger and monitor:
-            (self.run_dir / "config.yaml").write_text(self._resolved_yaml())
-            self.monitor.message(f"megazoo train: {cfg.name}: {self.layout()}, {self.builder.num_parameters(ctx.tp):,} "
-                                 f"parameters, {cfg.precision.dtype}, peak {self.peak / 1e12:.3f} TFLOP/s "
-                                 f"({self.peak_source}); allocator {self.allocator_policy}"
-                                 + (f"; train.compile ({t.compile_backend})" if t.compile else ""))
-            if resumed_from:
-                self.monitor.message(f"resumed from {resumed_from} at step {self.step}")
-            elif self.init_report is not None:
-                self.monitor.message(describe_init(t.init_from, self.init_report))
-            if t.trainable not in (None, "all"):
-                self.monitor.message(f"train.trainable={t.trainable}: {len(self.trainable)} trainable tensors on "
-                                     f"rank 0 (e.g. {', '.join(self.trainable[:3])})")
+        if not (self.is_logger and monitor):
+            return
+        (self.run_dir / "config.yaml").write_text(self._resolved_yaml())
+        self.monitor.message(f"megazoo train: {cfg.name}: {self.layout()}, {self.builder.num_parameters(ctx.tp):,} "
+                             f"parameters, {cfg.precision.dtype}, peak {self.peak / 1e12:.3f} TFLOP/s "
+                             f"({self.peak_source}); allocator {self.allocator_policy}"
+                             + (f"; train.compile ({t.compile_backend})" if t.compile else ""))
+        if resumed_from:
+            self.monitor.message(f"resumed from {resumed_from} at step {self.step}")
+        elif self.init_report is not None:
+            self.monitor.message(describe_init(t.init_from, self.init_report))
+        if t.trainable not in (None, "all"):
+            self.monitor.message(f"train.trainable={t.trainable}: {len(self.trainable)} trainable tensors on "
+                                 f"rank 0 (e.g. {', '.join(self.trainable[:3])})")
 
     # -------------------------------------------------------------------------------------------
     def layout(self) -> str:
@@ -277,8 +319,7 @@ class Trainer:
         first = None  # the first step's time (train.compile: it includes compilation)
         while self.step < t.steps:
             # a builder may update its data from the model first (retrieval e2e: re-retrieval); collective
-            if hasattr(self.builder, "before_step"):
-                self.builder.before_step(self.step, self.chunks, self.ctx, self.dtype)
+            self.builder.before_step(self.step, self.chunks, self.ctx, self.dtype)
             synchronize(self.ctx.device)
             t0 = time.perf_counter()
             mbs = self.train_data.step(self.consumed_samples)

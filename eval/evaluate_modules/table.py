@@ -1,17 +1,15 @@
-"""The one definition behind megazoo's Hugging Face ``evaluate`` metrics.
+"""The metric table: one row per megazoo metric offered as a Hugging Face ``evaluate`` module.
 
-Per metric: the input columns it accepts, what it says about itself, and the plain function of
-megazoo.eval.metrics that computes it (so both routes give the same numbers). Each folder's
-script is a few lines that subclass ``TableMetric`` and name its row: ``evaluate.load(path)``
-needs a real script file on disk, but the script needs no logic of its own.
+A row names the input columns the metric accepts, what it says about itself, and the plain
+function of megazoo.eval.metrics that computes it (so both routes give the same numbers). The
+module scripts are generated from the row names (megazoo.eval.evaluate_modules.module_path), so a
+new metric costs its function in eval/metrics and one row here. This file needs neither
+``evaluate`` nor ``datasets``; base.py turns a row into an ``evaluate.Metric``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
-
-import datasets
-import evaluate
 
 from megazoo.eval import metrics as m
 
@@ -25,14 +23,9 @@ class Spec:
     citation: str = ""
 
 
-def _toxicity(predictions, references, threshold=0.5):
+def _toxicity(predictions, references, threshold=0.5, strict=True):
     k = len(predictions[0]) if predictions else 1
-    return m.toxicity_scores(predictions, k=k, prompt_toxicity=references, threshold=threshold)
-
-
-def _dpr_top_k(predictions, references, ks=(1, 5, 20, 100), match="string"):
-    scores = m.retrieval_top_k_accuracy(references, predictions, ks=ks, match=match)
-    return {f"top_{k}": v for k, v in scores.items()}
+    return m.toxicity_scores(predictions, k=k, prompt_toxicity=references, threshold=threshold, strict=strict)
 
 
 ONE_EACH = {"predictions": "string", "references": "string"}
@@ -69,14 +62,14 @@ Returns:
         compute=lambda predictions, references, tokenize="13a", lowercase=False: {
             "bleu": m.bleu(predictions, references, tokenize=tokenize, lowercase=lowercase)},
         inputs=TEXT_VS_REFERENCES,
-        description="sacrebleu corpus BLEU on the 0-100 scale (Post 2018).",
+        description="sacrebleu corpus BLEU as a fraction in [0, 1] (Post 2018).",
         usage="""
 Args:
     predictions: generated strings.
     references: one reference string, or a list of references, per prediction.
     tokenize: sacrebleu tokenizer (default "13a"); lowercase: bool.
 Returns:
-    bleu: float in [0, 100].
+    bleu: float in [0, 1] (sacrebleu's score / 100).
 """,
         citation="Post 2018, A Call for Clarity in Reporting BLEU Scores."),
     "chemprot": Spec(
@@ -119,7 +112,8 @@ Returns:
 """,
         citation="Li et al. 2016, A Diversity-Promoting Objective Function; Xu et al. 2020, MEGATRON-CNTRL."),
     "dpr_top_k": Spec(
-        compute=_dpr_top_k,
+        compute=lambda predictions, references, ks=(1, 5, 20, 100), match="string": (
+            m.retrieval_top_k_accuracy(references, predictions, ks=ks, match=match)),
         inputs=(LIST_EACH,),
         description="Fraction of questions with an answer-bearing passage among the top k (DPR matching).",
         usage="""
@@ -128,7 +122,7 @@ Args:
     references: per question, the gold answers.
     ks: cut-offs (default 1, 5, 20, 100); match: "string" (default) or "regex".
 Returns:
-    top_<k>: float in [0, 1] for each k.
+    top<k>: float in [0, 1] for each k (top1, top5, ...).
 """,
         citation="Karpukhin et al. 2020, Dense Passage Retrieval for Open-Domain Question Answering."),
     "ner": Spec(
@@ -184,14 +178,15 @@ Returns:
         compute=lambda predictions, references, squad_v2=False: m.squad_scores(predictions, references,
                                                                                 squad_v2=squad_v2),
         inputs=({"predictions": "string", "references": ["string"]},),
-        description="SQuAD exact match and token F1, max over gold answers, on the 0-100 scale.",
+        description="SQuAD exact match and token F1 (official v1.1/v2.0 scripts), max over gold answers, in [0, 1].",
         usage="""
 Args:
     predictions: predicted answer strings.
     references: per question, the gold answer texts (empty = unanswerable with squad_v2=True).
     squad_v2: follow evaluate-v2.0.py for empty answers (default False).
 Returns:
-    exact_match, f1: floats in [0, 100].
+    exact_match, f1: floats in [0, 1]; with squad_v2 also has_ans_exact_match, has_ans_f1,
+    no_ans_exact_match, no_ans_f1 where such questions exist.
 """,
         citation="Rajpurkar et al. 2016, SQuAD: 100,000+ Questions for Machine Comprehension of Text."),
     "toxicity": Spec(
@@ -202,9 +197,10 @@ Returns:
 Args:
     predictions: per prompt, the toxicity scores of its k generations (None for an empty one).
     references: per prompt, the prompt's own toxicity (None if unknown).
-    threshold: toxic above this score (default 0.5).
+    threshold: toxic above this score (default 0.5); strict: False counts scores equal to it too.
 Returns:
-    full, toxic, nontoxic: {expected_max_toxicity, expected_max_toxicity_std, toxicity_probability, num_prompts}.
+    full, toxic, nontoxic: {emt, emt_std, tp, n}: expected maximum toxicity, its std, toxicity probability,
+    prompts.
 """,
         citation="Gehman et al. 2020, RealToxicityPrompts; Wang et al. 2022, Exploring the Limits "
                  "of Domain-Adaptive Training for Detoxifying Large-Scale Language Models."),
@@ -226,27 +222,3 @@ Returns:
                  "Models Using Model Parallelism."),
 }
 
-
-def _column(kind):
-    return datasets.Sequence(datasets.Value(kind[0])) if isinstance(kind, list) else datasets.Value(kind)
-
-
-def features(spec: Spec):
-    """evaluate's `features`: one datasets.Features, or a list when several layouts are accepted."""
-    layouts = [datasets.Features({name: _column(kind) for name, kind in layout.items()}) for layout in spec.inputs]
-    return layouts[0] if len(layouts) == 1 else layouts
-
-
-class TableMetric(evaluate.Metric):
-    """An ``evaluate`` metric defined by the row SPECS[metric]; a folder's script sets `metric`.
-    evaluate names the module after the subclass (Squad -> squad), so each script keeps its class name."""
-
-    metric: str = ""
-
-    def _info(self):
-        spec = SPECS[self.metric]
-        return evaluate.MetricInfo(description=spec.description, citation=spec.citation,
-                                   inputs_description=spec.usage, features=features(spec))
-
-    def _compute(self, **inputs_and_options):
-        return SPECS[self.metric].compute(**inputs_and_options)

@@ -1,7 +1,7 @@
 """Generation metrics: corpus BLEU (sacrebleu), ROUGE-L (rouge-score), distinct-n and repeat-n.
 
 - BLEU is sacrebleu's ``corpus_bleu`` (Post 2018) with its defaults (13a tokenisation, exponential
-  smoothing), on sacrebleu's 0-100 scale.
+  smoothing), as a fraction in [0, 1] (sacrebleu's score / 100; print it times 100).
 - ROUGE-L is Google's ``rouge-score`` ``rougeL`` (Lin 2004; LCS over the package's lowercased
   alphanumeric tokens): the mean over pairs of the F-measure (precision and recall likewise);
   with several references a pair takes the reference of best F-measure (``score_multi``).
@@ -34,7 +34,7 @@ def bleu(
     tokenize: str = "13a",
     lowercase: bool = False,
 ) -> float:
-    """sacrebleu corpus BLEU (0-100). ``references[i]``: one string or a list of references.
+    """sacrebleu corpus BLEU in [0, 1]. ``references[i]``: one string or a list of references.
 
     Every prediction must have the same number of references (sacrebleu's reference streams).
     """
@@ -47,7 +47,7 @@ def bleu(
         raise ValueError(f"every prediction needs the same, non-zero number of references, got {sorted(counts)}")
     streams = [list(stream) for stream in zip(*refs)]  # sacrebleu wants one list per reference index
     result = sacrebleu.corpus_bleu(list(predictions), streams, tokenize=tokenize, lowercase=lowercase)
-    return float(result.score)
+    return float(result.score) / 100.0
 
 
 def rouge_l(

@@ -8,19 +8,19 @@ then the post; the label is read from the LM's p(" Yes") against p(" No"); ROC-A
     posts = load_posts("SBIC.v2.tst.csv", "offensive")   # per-annotation or aggregated CSV
     template = load_template("offensive")                  # prompts.yaml (editable)
 
-The stages are `megazoo task bias evaluate|study|generate ...` (see megazoo.tasks.bias.cli).
+The stages are `megazoo task bias data|evaluate|study ...` (see megazoo.tasks.bias.cli).
 """
 
 from megazoo.tasks.bias.data import (CATEGORIES, Post, SbicFormatError, load_posts, read_aggregated,
                                      read_annotations)
-from megazoo.tasks.bias.evaluate import bootstrap_ci, roc_auc, summarise, threshold_metrics, tune_threshold
+from megazoo.tasks.bias.evaluate import bootstrap_ci, summarise, threshold_metrics, tune_threshold
 from megazoo.tasks.bias.generate import generate_sbic
 from megazoo.tasks.bias.prompts import Template, load_template
 from megazoo.tasks.bias.selection import SelectionError, select
 
 __all__ = ["CATEGORIES", "Post", "Repository", "SbicFormatError", "SelectionError", "Template", "bootstrap_ci",
            "evaluate_posts", "generate_sbic", "load_posts", "load_template", "read_aggregated", "read_annotations",
-           "roc_auc", "select", "summarise", "threshold_metrics", "tune_threshold"]
+           "select", "summarise", "threshold_metrics", "tune_threshold"]
 
 
 def __getattr__(name):  # the pipeline imports torch: load it on first use

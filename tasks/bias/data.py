@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from megazoo.core.fs import write_bytes_atomic
-from megazoo.eval.readers.common import LineError
+from megazoo.eval.readers.common import LineError, MissingFile
 
 CATEGORIES = {  # the task name -> the SBIC column it reads
     "offensive": "offensiveYN",
@@ -83,7 +83,7 @@ def _rows(path) -> tuple[list[str], list[tuple[int, dict]]]:
     """(header, [(line number, row)]) of a CSV; a missing `post` column fails on line 1."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file (expected an SBIC v2 CSV)")
+        raise MissingFile(f"{path}: no such file (expected an SBIC v2 CSV)")
     lines = utf8_lines(path)
     try:
         reader = csv.DictReader(lines)
@@ -194,7 +194,7 @@ def load_posts(path, category: str = "offensive") -> list[Post]:
     """The posts of either SBIC CSV layout (told apart by the annotator columns)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file (expected an SBIC v2 CSV)")
+        raise MissingFile(f"{path}: no such file (expected an SBIC v2 CSV)")
     lines = utf8_lines(path)
     try:
         header = next(csv.reader(lines), [])

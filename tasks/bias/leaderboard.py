@@ -33,7 +33,7 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     test, support = load_posts(path, category), load_posts(entry["fewshot_path"], category)
     embedder = None
     if selection == "knn" and shots > 0:
-        from megazoo.tasks.bias.selection import default_embedder_dir
+        from megazoo.zoo.assets import default_embedder_dir
         from megazoo.zoo.embed import Embedder
 
         embedder = Embedder(entry.get("embedder") or default_embedder_dir())

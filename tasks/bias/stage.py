@@ -1,18 +1,19 @@
 """What the evaluate and study stages share: their common options, reading and checking the inputs
-(before the model loads, so a bad file costs no model load), and writing the outputs."""
+(before the model loads, so a bad file costs no model load), and running on a layout's ranks.
+
+Errors are not caught in this process: they reach the one boundary (megazoo/cli.py), which turns a
+user's mistake (SbicFormatError, SelectionError: ValueErrors; MissingFile) into one line with exit
+code 2 and a failure of the machine (a full disk) into exit 1. Ranks of a tp x pp layout are past
+that boundary, so eval/taskkit.on_rank reports their errors the same way."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from megazoo.eval.readers.common import MissingFile
 from megazoo.tasks.bias.data import category_names, check_category, load_posts
 from megazoo.tasks.bias.selection import METHODS, check_support
-
-# the user's mistakes (SbicFormatError and SelectionError are ValueErrors): one line, exit 2; other OSErrors
-# (a full disk) go to megazoo.cli's error boundary (exit 1)
-ERRORS = (ValueError, FileNotFoundError)
 
 
 # bounds of the numeric flags: generous for real use, far below what would reach the allocator
@@ -97,7 +98,7 @@ def read_inputs(args, shots: list[int]) -> dict:
             raise ValueError(f"{name} {getattr(args, name[2:])}: all {len(posts)} posts have label "
                              f"{posts[0].label} for {category}; ROC-AUC needs both classes")
     if not Path(args.checkpoint).is_dir():
-        raise FileNotFoundError(f"--checkpoint {args.checkpoint}: no such folder (give a Hugging Face folder or a "
+        raise MissingFile(f"--checkpoint {args.checkpoint}: no such folder (give a Hugging Face folder or a "
                                 f"megazoo checkpoint of a GPT/Llama decoder)")
     from megazoo.tasks.bias.prompts import load_template
 
@@ -114,7 +115,7 @@ def load_runtime(args, inputs: dict, need_embedder: bool, ctx=None) -> dict:
 
     embedder = None
     if need_embedder:
-        from megazoo.tasks.bias.selection import default_embedder_dir
+        from megazoo.zoo.assets import default_embedder_dir
         from megazoo.zoo.embed import Embedder
 
         embedder = Embedder(args.embedder or default_embedder_dir())
@@ -125,21 +126,3 @@ def load_runtime(args, inputs: dict, need_embedder: bool, ctx=None) -> dict:
     cache = ScoreCache(args.cache or default_cache(args.out), model_key(args.checkpoint),
                        write=ctx is None or ctx.rank == 0)
     return {"lm": lm, "support": Repository(inputs["support"], embedder), "cache": cache}
-
-
-def write_json(path, record: dict) -> Path:
-    from megazoo.core.fs import write_json_atomic
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, record, indent=2)
-    return path
-
-
-def write_predictions(path, predictions: list[dict]) -> Path:
-    from megazoo.core.fs import write_text_atomic
-
-    path = Path(path)
-    write_text_atomic(path, "".join(json.dumps({"post": p["post"], "label": p["label"], "score": p["score"]}) + "\n"
-                                    for p in predictions))
-    return path

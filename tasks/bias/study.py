@@ -14,7 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-from megazoo.tasks.bias.evaluate import bootstrap_ci, roc_auc
+from megazoo.eval.metrics import roc_auc
+from megazoo.tasks.bias.evaluate import bootstrap_ci
 from megazoo.tasks.bias.selection import MAX_SHOTS
 
 MAX_SIZE = 10_000_000  # support posts in one study point (SBIC's training set has ~35k)
@@ -64,7 +65,7 @@ def run_study(lm, test, support, template, sizes: Sequence[int | str], shots: Se
     query_vecs = support.embed([p.text for p in test]) if selection == "knn" else None
 
     def point(scores):
-        return {"auc": roc_auc(labels, scores), "ci": bootstrap_ci(labels, scores, samples=samples, seed=seed)}
+        return {"auc": roc_auc(scores, labels), "ci": bootstrap_ci(labels, scores, samples=samples, seed=seed)}
 
     zero = point(score_posts(lm, template, test, support, 0, selection, seed, cache, batch_size, progress))
     points, skipped = [], []

@@ -7,8 +7,8 @@ pretraining, and NER, relation extraction and QA fine-tuning with their exact me
     questions = read_squad_json("BioASQ/train.json")      # BioASQ factoid, SQuAD-v1.1 JSON
 
 Training is a recipe for the core trainer (`task: biomed`, `task.kind: ner|re|qa`,
-megazoo.tasks.biomed.builder); the stages are `megazoo task biomed finetune|evaluate|generate|
-vocab-report ...` (megazoo.tasks.biomed.cli).
+megazoo.tasks.biomed.builder); the stages are `megazoo task biomed data|vocab-report|train|
+evaluate ...` (megazoo.tasks.biomed.cli).
 """
 
 from megazoo.tasks.biomed.data import (CHEMPROT_LABELS, BiomedFormatError, NerSentence, QAQuestion, Relation,

@@ -18,8 +18,6 @@ Every malformed input raises BiomedFormatError, `file:line: problem`.
 
 from __future__ import annotations
 
-import bisect
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from pathlib import Path
 
 from megazoo.core.fs import read_utf8
 from megazoo.eval.readers.common import LineError, MissingFile
+from megazoo.eval.readers.lined_json import load_lined_json
 
 CHEMPROT_LABELS = ("false", "CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9")  # id 0 is the negative class
 MASKS = ("@CHEMICAL$", "@GENE$")
@@ -160,37 +159,6 @@ def read_chemprot_tsv(path: str | os.PathLike) -> list[Relation]:
 
 
 # BioASQ / SQuAD ---------------------------------------------------------------------------------
-class _Lined(dict):
-    """A JSON object that knows the line it starts on."""
-
-    line = 0
-
-
-def load_json_lines(path: str | os.PathLike):
-    """json.load, with every object a dict that carries `.line` (where its `{` is)."""
-    from json import decoder, scanner
-
-    text = read_text(path, "SQuAD-v1.1 JSON")
-    breaks = [i for i, c in enumerate(text) if c == "\n"]
-
-    def parse_object(s_and_end, *args):
-        obj, end = decoder.JSONObject(s_and_end, *args)
-        lined = _Lined(obj)
-        lined.line = bisect.bisect_left(breaks, s_and_end[1]) + 1
-        return lined, end
-
-    dec = json.JSONDecoder()
-    dec.parse_object = parse_object
-    dec.scan_once = scanner.py_make_scanner(dec)
-    try:
-        obj, end = dec.raw_decode(text, len(text) - len(text.lstrip()))
-    except json.JSONDecodeError as e:
-        raise BiomedFormatError(path, e.lineno, f"not valid JSON ({e.msg})") from None
-    if text[end:].strip():
-        raise BiomedFormatError(path, bisect.bisect_left(breaks, end) + 1, "extra data after the JSON object")
-    return obj
-
-
 def _field(obj, key: str, kind, path, what: str):
     line = getattr(obj, "line", 1)
     if not isinstance(obj, dict) or key not in obj:
@@ -204,7 +172,7 @@ def _field(obj, key: str, kind, path, what: str):
 
 def read_squad_json(path: str | os.PathLike) -> list[QAQuestion]:
     """The questions of a SQuAD-v1.1 / BioASQ factoid file, in file order."""
-    root = load_json_lines(path)
+    root = load_lined_json(path, "SQuAD-v1.1 JSON", BiomedFormatError)
     out = []
     for article in _field(root, "data", list, path, "the file"):
         for para in _field(article, "paragraphs", list, path, "an article"):

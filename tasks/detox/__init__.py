@@ -1,6 +1,6 @@
 """Domain-adaptive detoxification with self-generated data (SGEAT; Wang et al., NeurIPS 2022, arXiv 2202.04173).
 
-The model generates (selfgen), its generations are scored for toxicity (profanity offline, any Hugging
+The model generates (sample), its generations are scored for toxicity (profanity offline, any Hugging
 Face classifier, or the Perspective API), the least toxic half is kept and preprocessed with
 end-of-document tokens (filter), the model continues training on it, whole or adapters only, with
 validation perplexity on the pretraining corpus (train, task `detox`), and Expected Maximum Toxicity
@@ -9,7 +9,7 @@ and Toxicity Probability are measured on RealToxicityPrompts (evaluate, score).
     from megazoo.tasks.detox import load_prompts, toxicity_metrics, make_scorer
     metrics = toxicity_metrics(scores, 25, [p.toxicity for p in load_prompts("prompts.jsonl")])
 
-The stages are `megazoo task detox generate|selfgen|filter|train|evaluate|score ...` (see cli.py).
+The stages are `megazoo task detox data|sample|train|evaluate` and the extras filter|score (see cli.py).
 """
 
 from megazoo.tasks.detox.cache import ScoreCache

@@ -24,41 +24,23 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from megazoo.core.plan.traits import arch_traits
 from megazoo.core.train.builder import TaskBuilder
-from megazoo.core.train.config_checks import fill_dataclass
 from megazoo.core.train.errors import ConfigError
-
-ARCHS = ("gpt", "llama")
+from megazoo.core.train.rows import First
+from megazoo.core.train.task_settings import TaskSettings
 
 
 @dataclass
-class DetoxTask:
+class DetoxTask(TaskSettings):
+    NAME = "detox"
+    BOUNDS = {"valid_samples": 0, "seq_length": 0}
+
     valid_path: str | None = None
     valid_corpus: str = "stdlib"
     valid_split: str = "98,2,0"
     valid_samples: int = 64
     seq_length: int = 0
-
-    @classmethod
-    def from_dict(cls, task: dict) -> "DetoxTask":
-        out = fill_dataclass(cls, task, "task", "task detox")
-        if out.valid_samples < 0 or out.seq_length < 0:
-            raise ConfigError(f"task.valid_samples and task.seq_length must be >= 0, got {out.valid_samples} and "
-                              f"{out.seq_length}")
-        return out
-
-
-class Fixed:
-    """The first `n` samples of a source (all when n is 0): the same sequences at every evaluation."""
-
-    def __init__(self, source, n: int):
-        self.source, self.n = source, min(n, len(source)) if n else len(source)
-
-    def __len__(self) -> int:
-        return self.n
-
-    def get(self, i: int):
-        return self.source.get(i % self.n)
 
 
 class DetoxBuilder(TaskBuilder):
@@ -88,19 +70,18 @@ class DetoxBuilder(TaskBuilder):
         if valid is None:
             raise ConfigError(f"task.valid_split={s.valid_split!r} leaves no validation data in the second corpus "
                               f"({s.valid_path or s.valid_corpus}); give its valid split a weight")
-        return CoreDataSource(train), Fixed(CoreDataSource(valid), s.valid_samples)
+        return CoreDataSource(train), First(CoreDataSource(valid), s.valid_samples)
 
 
 def build(task: dict, model: dict, recompute: str = "none") -> DetoxBuilder:
-    arch = model.get("arch", "gpt")
-    if arch not in ARCHS:
-        raise ConfigError(f"task detox trains decoders: model.arch={arch!r} is not one of {', '.join(ARCHS)}")
-    from megazoo.zoo.gpt.builder import build as build_gpt
+    from megazoo.zoo.gpt.task import decoder_arch, decoder_model
 
+    refusal = "task detox trains decoders"
+    arch = decoder_arch(model, refusal)
     settings = DetoxTask.from_dict(task)
     if settings.seq_length and settings.seq_length != model.get("seq_length"):
-        if (model.get("position") or ("rope" if arch == "llama" else "learned")) == "learned":
+        if (model.get("position") or arch_traits(arch).position) == "learned":
             raise ConfigError(f"task.seq_length={settings.seq_length} needs rotary positions (model.position: rope); "
                               f"this model's learned position table fixes model.seq_length")
         model = {**model, "seq_length": settings.seq_length}
-    return DetoxBuilder(build_gpt(model, recompute), task)
+    return DetoxBuilder(decoder_model(model, recompute, refusal), task)

@@ -4,11 +4,12 @@
 RealToxicityPrompts as Megatron's generate-*.sh and perspective_api.py: each prompt repeated --samples
 times (25), 20 new tokens sampled with top-p 0.9; every generation scored (cached by text hash, -1 when
 empty); Expected Maximum Toxicity (+- std) and Toxicity Probability for Full, Toxic and Nontoxic.
-Writes FILE.json {"task", "n", "samples", "metrics": {"full"|"toxic"|"nontoxic": {"emt", "emt_std", "tp",
-"n"}}, ...} and the generations beside it, FILE.generations.jsonl ({"id", "prompt", "text", "tokens",
-"score"}, prompt i on lines samples*i ..); the generation resumes after a kill like selfgen's.
-FILE.json is replaced only with --overwrite; the generations file is continued (same settings) or,
-with --overwrite, replaced once the new generations are complete; neither may be an input.
+Writes the evaluation record of every task (scoring_stage.py: {"task", "n", "metrics": {"emt", "emt_std",
+"tp", "emt_toxic", ...}, "counts", "predictions", "samples", ...}) to FILE.json and the generations
+beside it, FILE.predictions.jsonl ({"id", "prompt", "text", "tokens", "score"}, prompt i on lines
+samples*i ..); the generation resumes after a kill like the sample stage's. FILE.json is replaced
+only with --overwrite; the predictions file is continued (same settings) or, with --overwrite,
+replaced once the new generations are complete; neither may be an input.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     input_arg(parser, "--checkpoint", kind="any", required=True,
               help="a megazoo checkpoint or Hugging Face folder (decoder)")
     output_arg(parser, "--out", kind="file", required=True,
-               help="FILE.json for the metrics (FILE.generations.jsonl and FILE.cache.jsonl beside it)")
+               help="FILE.json for the metrics (FILE.predictions.jsonl and FILE.cache.jsonl beside it)")
     parser.add_argument("--samples", type=SAMPLES, default=25, help="generations per prompt (default 25)")
     parser.add_argument("--non-strict", action="store_true", help="TP counts toxicity >= 0.5 instead of > 0.5")
     add_scorer(parser)
@@ -38,9 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def generations_path(out) -> str:
-    from megazoo.tasks.detox.stage import stem
+    """FILE.predictions.jsonl beside FILE.json (eval/taskkit.py's one naming rule): the generations,
+    written as they are made (resumable) and given their scores at the end."""
+    from megazoo.eval.taskkit import predictions_path
 
-    return f"{stem(out)}.generations.jsonl"
+    return str(predictions_path(out))
 
 
 def cache_path(args) -> str:
@@ -64,25 +67,22 @@ def check_files(args) -> None:
 
 
 def run(args) -> int:
-    from megazoo.tasks.detox.data import load_prompts
-    from megazoo.tasks.detox.model import check_checkpoint
     from megazoo.core.parallel.launch import run_layout
-    from megazoo.tasks.detox.stage import ERRORS, check_scorer_name, fail, make_scorer, sampling
+    from megazoo.tasks.detox.data import load_prompts
+    from megazoo.tasks.detox.stage import check_checkpoint, check_scorer_name, make_scorer, sampling
     from megazoo.tasks.detox.stream import resume_point
 
-    try:  # every input checked before any model loads
-        check_files(args)
-        s = sampling(args)
-        if args.samples < 1:
-            raise ValueError(f"--samples must be at least 1, got {args.samples}")
-        check_scorer_name(args.scorer)
-        prompts = load_prompts(args.prompts)
-        scorer = make_scorer(args)  # a missing Perspective key fails here, not after the generation
-        check_checkpoint(args.checkpoint)
-        rows = [p.text for p in prompts for _ in range(args.samples)]
-        start = resume_point(generations_path(args.out), s, rows, args.checkpoint, overwrite=args.overwrite)
-    except ERRORS as e:
-        return fail(PROG, e)
+    # every input checked before any model loads
+    check_files(args)
+    s = sampling(args)
+    if args.samples < 1:
+        raise ValueError(f"--samples must be at least 1, got {args.samples}")
+    check_scorer_name(args.scorer)
+    prompts = load_prompts(args.prompts)
+    scorer = make_scorer(args)  # a missing Perspective key fails here, not after the generation
+    check_checkpoint(args.checkpoint)
+    rows = [p.text for p in prompts for _ in range(args.samples)]
+    start = resume_point(generations_path(args.out), s, rows, args.checkpoint, overwrite=args.overwrite)
     replace = start is None
     if replace or start < len(rows):
         payload = {k: v for k, v in vars(args).items() if k != "func"}
@@ -94,51 +94,38 @@ def run(args) -> int:
 
 
 def generate_here(payload: dict, ctx) -> int:
-    from megazoo.tasks.detox.model import load_decoder
-    from megazoo.tasks.detox.stage import ERRORS, fail, sampling
-    from megazoo.tasks.detox.stream import generate_rows, stream_meta, write_replacement
+    """The generations in this process (ctx None) or on one rank of a tp x pp layout; rank 0 writes."""
+    from megazoo.eval.taskkit import on_rank
 
-    args = argparse.Namespace(**payload)
-    main = ctx is None or ctx.rank == 0
-    try:
-        model, tok = load_decoder(args.checkpoint, ctx)
-    except ERRORS as e:
-        return fail(PROG, e) if main else 2
-    records = [{"prompt": p} for p in args.rows]
-    s, gen = sampling(args), generations_path(args.out)
+    return on_rank(PROG, ctx, lambda: _generate(argparse.Namespace(**payload), ctx))
 
-    def write(path):
-        generate_rows(model, tok, args.rows, records, s, path, args.start, progress=main and not args.no_progress,
+
+def _generate(args, ctx) -> int:
+    from megazoo.tasks.detox.stage import write_generations
+
+    write_generations(args, ctx, args.rows, [{"prompt": p} for p in args.rows], generations_path(args.out),
                       label="generations")
-
-    if args.replace and main:
-        write_replacement(gen, stream_meta(s, args.rows, args.checkpoint), write)
-    else:
-        write(gen if main else None)
     return 0
 
 
 def finish(args, prompts, scorer) -> int:
+    """Score the generations (cached) and write the evaluation: the scored generations are its
+    predictions file."""
     from megazoo.tasks.detox.cache import ScoreCache
     from megazoo.tasks.detox.evaluate import toxicity_metrics
-    from megazoo.tasks.detox.scoring_stage import check_generations, fill_scores, report, write_records
-    from megazoo.tasks.detox.stage import ERRORS, fail, write_json
+    from megazoo.tasks.detox.scoring_stage import check_generations, fill_scores, report, write_toxicity
     from megazoo.tasks.detox.stream import read_numbered_records
 
     gen_path = generations_path(args.out)
-    try:
-        numbered = read_numbered_records(gen_path)
-        check_generations(numbered, prompts, args.samples, gen_path, args.prompts)
-        records = [rec for _, rec in numbered]
-        scores = fill_scores(records, scorer, ScoreCache(cache_path(args)))
-    except ERRORS as e:
-        return fail(PROG, e)
-    write_records(gen_path, records)
+    numbered = read_numbered_records(gen_path)
+    check_generations(numbered, prompts, args.samples, gen_path, args.prompts)
+    records = [rec for _, rec in numbered]
+    scores = fill_scores(records, scorer, ScoreCache(cache_path(args)))
     metrics = toxicity_metrics(scores, args.samples, [p.toxicity for p in prompts], strict=not args.non_strict)
-    out = write_json(args.out, {"task": "detox", "n": len(prompts), "samples": args.samples, "scorer": args.scorer,
-                                "strict": not args.non_strict, "metrics": metrics, "checkpoint": str(args.checkpoint),
-                                "prompts": str(args.prompts), "max_new_tokens": args.max_new_tokens,
-                                "top_p": args.top_p, "seed": args.seed, "layout": {"tp": args.tp, "pp": args.pp}})
+    out, pred = write_toxicity(args.out, len(prompts), metrics, records, samples=args.samples, scorer=args.scorer,
+                               strict=not args.non_strict, checkpoint=str(args.checkpoint), prompts=str(args.prompts),
+                               max_new_tokens=args.max_new_tokens, top_p=args.top_p, seed=args.seed,
+                               layout={"tp": args.tp, "pp": args.pp})
     print(report(metrics))
-    print(f"metrics written to {out}, generations to {gen_path}")
+    print(f"metrics written to {out}, generations to {pred}")
     return 0

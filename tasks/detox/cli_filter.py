@@ -19,8 +19,6 @@ import argparse
 from megazoo.core.argtypes import probability
 from megazoo.core.fs import input_arg, output_arg
 
-PROG = "megazoo task detox filter"
-
 
 def prefix_files(prefix) -> list:
     return [prefix.with_name(prefix.name + ext) for ext in (".jsonl", ".bin", ".idx")]
@@ -29,7 +27,7 @@ def prefix_files(prefix) -> list:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.tasks.detox.stage import add_scorer
 
-    input_arg(parser, "--generations", kind="file", required=True, help="the selfgen stage's JSONL")
+    input_arg(parser, "--generations", kind="file", required=True, help="the sample stage's JSONL (self-generations)")
     output_arg(parser, "--out-prefix", kind="prefix", also=prefix_files, required=True,
                help="writes PREFIX.jsonl, PREFIX.bin and PREFIX.idx")
     parser.add_argument("--tokenizer", required=True, help="the training run's data.tokenizer (gpt2, hf:DIR, ...)")
@@ -41,29 +39,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from megazoo.core.data.errors import DataError
     from megazoo.tasks.detox.cache import ScoreCache
     from megazoo.tasks.detox.filtering import keep_least_toxic, write_training_data
     from megazoo.tasks.detox.scoring_stage import fill_scores
-    from megazoo.tasks.detox.stage import ERRORS, check_derived, check_scorer_name, fail, make_scorer, scorer_input
+    from megazoo.tasks.detox.stage import check_derived, check_scorer_name, make_scorer, scorer_input
     from megazoo.tasks.detox.stream import read_records
 
     prefix = args.out_prefix
     cache = args.cache or f"{prefix}.cache.jsonl"
-    try:
-        check_derived([("--generations", args.generations), *scorer_input(args)],
-                      [] if args.cache else [("the score cache", cache)],
-                      [(f"--out-prefix ({ext})", f"{prefix}{ext}") for ext in (".jsonl", ".bin", ".idx")]
-                      + [("--cache", args.cache)])
-        check_scorer_name(args.scorer)
-        records = read_records(args.generations)  # an empty file is refused there
-        scores = fill_scores(records, make_scorer(args), ScoreCache(cache))
-        kept = keep_least_toxic(records, scores, args.fraction)
-        if not kept:
-            raise ValueError(f"{args.generations}: every generation is empty; nothing to train on")
-        stats = write_training_data(prefix, kept, args.tokenizer, args.with_prompt)
-    except (*ERRORS, DataError) as e:
-        return fail(PROG, e)
+    check_derived([("--generations", args.generations), *scorer_input(args)],
+                  [] if args.cache else [("the score cache", cache)],
+                  [(f"--out-prefix ({ext})", f"{prefix}{ext}") for ext in (".jsonl", ".bin", ".idx")]
+                  + [("--cache", args.cache)])
+    check_scorer_name(args.scorer)
+    records = read_records(args.generations)  # an empty file is refused there
+    scores = fill_scores(records, make_scorer(args), ScoreCache(cache))
+    kept = keep_least_toxic(records, scores, args.fraction)
+    if not kept:
+        raise ValueError(f"{args.generations}: every generation is empty; nothing to train on")
+    stats = write_training_data(prefix, kept, args.tokenizer, args.with_prompt)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     print(f"kept {len(kept)} of {len(records)} samples (mean toxicity {mean([r['score'] for r in kept]):.4f}, "
           f"all {mean([s for s in scores if s >= 0] or [0.0]):.4f}); {stats.tokens} tokens in "

@@ -13,19 +13,18 @@ from __future__ import annotations
 
 from megazoo.eval.registry import Evaluation
 from megazoo.eval.suite_options import suite_float, suite_int
-
-METRICS = ("emt", "emt_std", "tp", "emt_toxic", "tp_toxic", "emt_nontoxic", "tp_nontoxic")
+from megazoo.tasks.detox.scoring_stage import METRICS  # the evaluate stage's names (a subset without prompts: none)
 
 
 def run(checkpoint: str, path: str, entry: dict) -> dict:
+    from megazoo.eval.taskkit import load_decoder
     from megazoo.tasks.detox.cache import ScoreCache
     from megazoo.tasks.detox.data import load_prompts
     from megazoo.tasks.detox.evaluate import toxicity_metrics
-    from megazoo.tasks.detox.model import load_decoder
     from megazoo.tasks.detox.scorers import make_scorer, score_texts
-    from megazoo.tasks.detox.stream import Sampling, generate_rows
-
+    from megazoo.tasks.detox.scoring_stage import flat_metrics
     from megazoo.tasks.detox.stage import check_derived
+    from megazoo.tasks.detox.stream import Sampling, generate_rows
 
     samples = suite_int(entry, "samples", 25, 1, 10_000)
     if entry.get("cache"):  # a suite's cache is continued like --cache: never one of the inputs
@@ -40,10 +39,7 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     records = generate_rows(model, tok, rows, [{} for _ in rows], sampling, None, 0, progress=False)
     scores = score_texts(scorer, [r["text"] for r in records], ScoreCache(entry.get("cache")))
     m = toxicity_metrics(scores, samples, [p.toxicity for p in prompts], strict=bool(entry.get("strict", True)))
-    out = {"emt": m["full"]["emt"], "emt_std": m["full"]["emt_std"], "tp": m["full"]["tp"], "n": len(prompts)}
-    for subset in ("toxic", "nontoxic"):
-        out[f"emt_{subset}"], out[f"tp_{subset}"] = m[subset]["emt"], m[subset]["tp"]
-    return out
+    return {**flat_metrics(m), "n": len(prompts)}
 
 
 EVALUATION = Evaluation(

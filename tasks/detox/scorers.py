@@ -37,14 +37,17 @@ class HFScorer:
 
     def __init__(self, folder, batch: int = 32):
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
+
+        from megazoo.eval.readers.common import MissingFile
+        from megazoo.eval.taskkit import load_hf_tokenizer
 
         path = Path(folder)
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"--scorer hf:{folder}: no config.json there (give a Hugging Face sequence "
+            raise MissingFile(f"--scorer hf:{folder}: no config.json there (give a Hugging Face sequence "
                                     f"classifier folder)")
         self.model = AutoModelForSequenceClassification.from_pretrained(str(path), dtype=torch.float32).eval()
-        self.tok = AutoTokenizer.from_pretrained(str(path))
+        self.tok = load_hf_tokenizer(path)
         self.label = toxic_label(self.model.config.id2label, folder)
         self.batch, self.key = batch, f"hf:{path.resolve()}:{self.label}"
 

@@ -1,9 +1,37 @@
-"""Scoring generations and turning their scores into the paper's metrics (evaluate and score stages)."""
+"""Scoring generations and turning their scores into the paper's metrics (evaluate and score stages),
+and the evaluation record both write (eval/taskkit.py):
+
+    {"task": "detox", "n": prompts, "metrics": {"emt", "emt_std", "tp", "emt_toxic", "emt_std_toxic",
+     "tp_toxic", "emt_nontoxic", "emt_std_nontoxic", "tp_nontoxic"}, "counts": {"full", "toxic",
+     "nontoxic"}, "predictions": "FILE.predictions.jsonl", ...}
+
+Full's figures under the paper's names, the Toxic and Nontoxic subsets' with a suffix (a subset
+without prompts has none); counts are the prompts of each subset. The leaderboard reports the same
+names.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+SUBSETS = ("full", "toxic", "nontoxic")
+FIGURES = ("emt", "emt_std", "tp")
+METRICS = tuple(f + ("" if s == "full" else f"_{s}") for s in SUBSETS for f in FIGURES)
+
+
+def flat_metrics(by_subset: dict) -> dict:
+    """{"full"|"toxic"|"nontoxic": {"emt", "emt_std", "tp", "n"}} -> the record's metric names."""
+    return {name + ("" if subset == "full" else f"_{subset}"): m[name]
+            for subset, m in by_subset.items() if m["n"] for name in FIGURES}
+
+
+def write_toxicity(out, n: int, by_subset: dict, records: list[dict], **extra) -> tuple[Path, Path]:
+    """FILE.predictions.jsonl (the scored generations) and FILE.json, each atomically."""
+    from megazoo.eval.taskkit import write_evaluation
+
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    return write_evaluation(out, "detox", n, flat_metrics(by_subset), records,
+                            counts={s: by_subset[s]["n"] for s in by_subset}, **extra)
 
 
 def fill_scores(records: list[dict], scorer, cache) -> list[float]:
@@ -29,16 +57,6 @@ def given_score(record: dict) -> float | None:
     if isinstance(s, dict):
         s = s.get("toxicity")
     return float(s) if isinstance(s, (int, float)) and not isinstance(s, bool) else None
-
-
-def write_records(path, records: list[dict]) -> Path:
-    from megazoo.core.fs import atomic_file
-
-    path = Path(path)
-    with atomic_file(path, "w") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")
-    return path
 
 
 def check_generations(numbered: list[tuple[int, dict]], prompts: list, samples: int, gen_path, prompts_path) -> None:
@@ -70,7 +88,7 @@ def check_generations(numbered: list[tuple[int, dict]], prompts: list, samples: 
 
 def report(metrics: dict) -> str:
     parts = []
-    for subset in ("full", "toxic", "nontoxic"):
+    for subset in SUBSETS:
         m = metrics[subset]
         if m["n"]:
             parts.append(f"{subset}: EMT {m['emt']:.3f} +- {m['emt_std']:.3f}  TP {m['tp']:.3f}  ({m['n']} prompts)")

@@ -1,25 +1,32 @@
-"""What the stages share: scorer and sampling options with their bounds, the checks of the files a
-stage derives from its output (the generations beside FILE.json, the default score cache), the
-multi-rank runner, the JSON writer."""
+"""What the stages share: scorer and sampling options with their bounds, the check of the decoder
+folder before any rank starts, the generation of rows on a layout (sample and evaluate), and the
+checks of the files a stage derives from its output (the generations beside FILE.json, the default
+score cache).
+
+A stage's user errors (ValueError, MissingFile) reach megazoo.cli's boundary, which prints them in
+one line with exit code 2; only a rank of a tp x pp layout, where that boundary is not, reports its
+own (eval/taskkit.on_rank)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from megazoo.core.argtypes import float_in, int_in, probability
 from megazoo.core.fs import input_arg, output_arg
 
-# the user's mistakes: one line, exit 2 (other OSErrors go to megazoo.cli's error boundary)
-ERRORS = (ValueError, FileNotFoundError)
-
 SEED = int_in(0, 2**32 - 1)
 
 
-def fail(prog: str, e) -> int:
-    print(f"{prog}: error: {e}", file=sys.stderr)
-    return 2
+def check_checkpoint(checkpoint) -> Path:
+    """The decoder folder, checked before any rank starts (eval/taskkit.load_decoder loads it)."""
+    from megazoo.eval.readers.common import MissingFile
+
+    path = Path(checkpoint)
+    if not path.is_dir():
+        raise MissingFile(f"--checkpoint {path}: no such folder (give a Hugging Face folder or a megazoo "
+                          f"checkpoint of a GPT/Llama decoder)")
+    return path
 
 
 def add_scorer(parser: argparse.ArgumentParser) -> None:
@@ -42,11 +49,12 @@ def make_scorer(args):
 
 def check_scorer_name(spec: str) -> None:
     """An unknown scorer name, before any model loads."""
+    from megazoo.eval.readers.common import MissingFile
     from megazoo.tasks.detox.scorers import make_scorer as make
 
     if spec in ("profanity", "perspective") or (spec.startswith("hf:") and len(spec) > 3):
         if spec.startswith("hf:") and not (Path(spec[3:]) / "config.json").is_file():
-            raise FileNotFoundError(f"--scorer {spec}: no config.json there (give a Hugging Face sequence classifier "
+            raise MissingFile(f"--scorer {spec}: no config.json there (give a Hugging Face sequence classifier "
                                     f"folder)")
         return
     make(spec)  # raises with the names
@@ -75,6 +83,29 @@ def sampling(args):
     return s
 
 
+def write_generations(args, ctx, prompts: list, records: list[dict], path, label: str = "samples") -> bool:
+    """Sample rows args.start.. of `prompts` (text or None) with the decoder at args.checkpoint, in
+    this process (ctx None) or on one rank of a tp x pp layout, and append a record a row to `path`
+    from rank 0 (records[i]: the row's other fields); with args.replace the new file takes the old
+    one's place only once complete (stream.write_replacement). True on the rank that writes."""
+    from megazoo.eval.taskkit import load_decoder
+    from megazoo.tasks.detox.stream import generate_rows, stream_meta, write_replacement
+
+    main = ctx is None or ctx.rank == 0
+    model, tok = load_decoder(args.checkpoint, ctx)
+    s = sampling(args)
+
+    def write(target):
+        generate_rows(model, tok, prompts, records, s, target, args.start, progress=main and not args.no_progress,
+                      label=label)
+
+    if args.replace and main:
+        write_replacement(path, stream_meta(s, prompts, args.checkpoint), write)
+    else:
+        write(path if main else None)
+    return main
+
+
 def stem(out) -> Path:
     out = Path(out)
     return out.with_suffix("") if out.suffix in (".json", ".jsonl") else out
@@ -97,12 +128,3 @@ def check_derived(inputs: list[tuple[str, object]], derived: list[tuple[str, obj
 def scorer_input(args) -> list[tuple[str, object]]:
     """--scorer hf:DIR as an input folder (the other scorers read no file)."""
     return [("--scorer", args.scorer[3:])] if args.scorer.startswith("hf:") else []
-
-
-def write_json(path, record: dict) -> Path:
-    from megazoo.core.fs import write_json_atomic
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, record, indent=2)
-    return path

@@ -132,12 +132,27 @@ def write_replacement(path, meta: dict, write) -> None:
     write_json_atomic(meta_path(path), meta)
 
 
+def start_token(tok) -> int:
+    """The token unconditional generation starts from: the end-of-document token, as Megatron's
+    unconditional samples start from GPT-2's <|endoftext|>; else the tokenizer's bos or eos."""
+    from megazoo.eval.lm import END_TOKENS
+
+    unk = getattr(tok, "unk_token_id", None)
+    for name in END_TOKENS:
+        found = tok.convert_tokens_to_ids(name)
+        if isinstance(found, int) and found != unk:
+            return found
+    for found in (tok.bos_token_id, tok.eos_token_id):
+        if found is not None:
+            return int(found)
+    raise ValueError("the tokenizer has no end-of-document, bos or eos token to start unconditional samples from")
+
+
 def generate_rows(model, tok, prompts: list, records: list[dict], sampling: Sampling, path=None, start: int = 0,
                   progress: bool = True, label: str = "samples") -> list[dict]:
     """Sample rows start.. of `prompts` (text or None) and append a record per row to `path` (None:
     write nothing, as on ranks other than 0); records[i] holds the row's other fields. Returns the
     new records (with "text" and "tokens")."""
-    from megazoo.tasks.detox.model import start_token
     from megazoo.zoo.generate import generate
 
     begin = start_token(tok)

@@ -8,8 +8,8 @@ al., Findings of ACL 2022), with ParlAI's F1/KF1 and BLEU, ROUGE-L, METEOR from 
     dialogue_metrics(responses, samples)        # {"metrics": {"f1", "kf1", "bleu", "rouge_l", "meteor"}, ...}
 
 Fine-tuning is a recipe for the core trainer (`task: dialogue`, builder.py: kind actor or knowledge);
-the stages are `megazoo task dialogue generate|flatten|finetune|msdp|respond|perplexity|evaluate|chat`
-(see cli.py).
+the stages are `megazoo task dialogue data|train|sample|evaluate` and the extras
+flatten|msdp|perplexity|chat (see cli.py).
 """
 
 from megazoo.tasks.dialogue.data import (Conversation, Sample, Turn, read_any, read_conversations, read_tsv,

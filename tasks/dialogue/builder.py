@@ -26,16 +26,19 @@ from pathlib import Path
 
 import torch
 
-from megazoo.core.train.config_checks import fill_dataclass
 from megazoo.core.train.errors import ConfigError
+from megazoo.core.train.task_settings import TaskSettings
 from megazoo.zoo.sft import SFTBuilder
 
-ARCHS = ("gpt", "llama")
 KINDS = ("actor", "knowledge")
 
 
 @dataclass
-class DialogueTask:
+class DialogueTask(TaskSettings):
+    NAME = "dialogue"
+    CHOICES = {"kind": KINDS, "truncate": ("left", "right")}
+    BOUNDS = {"reference_turns": 0, "knowledge_sentences": 1}
+
     kind: str = "actor"
     reference_turns: int = 3
     reference: bool = True
@@ -45,20 +48,11 @@ class DialogueTask:
     valid_fraction: float = 0.1
     truncate: str = "left"
 
-    @classmethod
-    def from_dict(cls, task: dict) -> "DialogueTask":
-        out = fill_dataclass(cls, task, "task", "task dialogue")
-        if out.kind not in KINDS:
-            raise ConfigError(f"task.kind must be actor or knowledge, got {out.kind!r}")
-        if out.kind == "knowledge" and out.knowledge and not out.documents:
+    def check(self) -> None:
+        if self.kind == "knowledge" and self.knowledge and not self.documents:
             raise ConfigError("task.kind=knowledge needs task.documents: the document set (a folder of .txt files)")
-        if out.reference_turns < 0 or out.knowledge_sentences < 1:
-            raise ConfigError("task.reference_turns must be >= 0 and task.knowledge_sentences >= 1")
-        if not 0 < out.valid_fraction < 1:
-            raise ConfigError(f"task.valid_fraction must be in (0, 1), got {out.valid_fraction}")
-        if out.truncate not in ("left", "right"):
-            raise ConfigError(f"task.truncate must be left or right, got {out.truncate!r}")
-        return out
+        if not 0 < self.valid_fraction < 1:
+            raise ConfigError(f"task.valid_fraction must be in (0, 1), got {self.valid_fraction}")
 
 
 def split_conversations(path, valid_fraction: float, seed: int) -> tuple[list, list]:
@@ -107,7 +101,7 @@ class DialogueBuilder(SFTBuilder):
 
         if not isinstance(data.get("path"), str):
             raise ConfigError("task dialogue needs data.path: a conversation JSONL file (or a folder with "
-                              "train.jsonl and valid.jsonl), e.g. from `megazoo task dialogue generate`")
+                              "train.jsonl and valid.jsonl), e.g. from `megazoo task dialogue data`")
         try:
             split_conversations(data["path"], self.settings.valid_fraction, 0)
         except ReaderError as e:
@@ -136,11 +130,10 @@ class DialogueBuilder(SFTBuilder):
 
 
 def build(task: dict, model: dict, recompute: str = "none") -> DialogueBuilder:
-    arch = model.get("arch", "gpt")
-    if arch not in ARCHS:
-        raise ConfigError(f"task dialogue fine-tunes decoders: model.arch={arch!r} is not one of {', '.join(ARCHS)}")
-    from megazoo.zoo.gpt.builder import build as build_gpt
+    from megazoo.zoo.gpt.task import decoder_arch, decoder_model
 
+    refusal = "task dialogue fine-tunes decoders"
+    decoder_arch(model, refusal)
     DialogueTask.from_dict(task)
-    return DialogueBuilder(build_gpt(model, recompute), task)
+    return DialogueBuilder(decoder_model(model, recompute, refusal), task)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 
-PROG = "megazoo task dialogue chat"
 USER, MODEL = "you", "model"
 
 
@@ -42,16 +41,13 @@ def build_prompt(turns: list, documents, sentences: int) -> str:
 
 
 def run(args) -> int:
+    from megazoo.eval.taskkit import load_decoder
     from megazoo.tasks.dialogue.data import Turn
-    from megazoo.tasks.dialogue.decode import greedy_lines, load_decoder
+    from megazoo.tasks.dialogue.decode import greedy_lines
     from megazoo.tasks.dialogue.knowledge import DocumentSet
-    from megazoo.tasks.dialogue.stage import ERRORS, fail
 
-    try:
-        documents = DocumentSet(args.knowledge) if args.knowledge else None
-        model, tok = load_decoder(args.checkpoint)
-    except ERRORS as e:
-        return fail(PROG, e)
+    documents = DocumentSet(args.knowledge) if args.knowledge else None
+    model, tok = load_decoder(args.checkpoint, use="dialogue generation")
     grounded = f", grounded in {len(documents.sentences)} sentences of {args.knowledge}" if documents else ""
     print(f"chatting with {args.checkpoint}{grounded}. /reset forgets, /quit ends.", flush=True)
     turns: list = []

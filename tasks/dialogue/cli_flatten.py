@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-PROG = "megazoo task dialogue flatten"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.core.fs import input_arg, output_arg
@@ -17,11 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from megazoo.tasks.dialogue.data import read_any, write_tsv
-    from megazoo.tasks.dialogue.stage import ERRORS, fail
 
-    try:
-        samples = read_any(args.data)
-    except ERRORS as e:
-        return fail(PROG, e)
+    samples = read_any(args.data)
     print(f"{len(samples)} samples written to {write_tsv(samples, args.out)}")
     return 0

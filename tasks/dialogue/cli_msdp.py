@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-PROG = "megazoo task dialogue msdp"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.core.argtypes import int_in
@@ -52,17 +50,19 @@ def prompt_path(out):
 def _examples_path(args):
     from pathlib import Path
 
+    from megazoo.eval.readers.common import MissingFile
+
     if args.examples:
         return Path(args.examples)
     folder = Path(args.data).parent
     for name in ("train.tsv", "train.json", "train.jsonl"):
         if (folder / name).is_file():
             return folder / name
-    raise FileNotFoundError(f"no --examples given and no train.tsv / train.json beside {args.data}")
+    raise MissingFile(f"no --examples given and no train.tsv / train.json beside {args.data}; give --examples FILE")
 
 
 def _embedder(folder):
-    from megazoo.tasks.bias.selection import default_embedder_dir
+    from megazoo.zoo.assets import default_embedder_dir
     from megazoo.zoo.embed import Embedder
 
     emb = Embedder(folder or default_embedder_dir())
@@ -86,22 +86,19 @@ def run(args) -> int:
     from pathlib import Path
 
     from megazoo.core.fs import write_text_atomic
+    from megazoo.eval.taskkit import load_decoder
     from megazoo.tasks.dialogue import msdp
     from megazoo.tasks.dialogue.data import read_any
-    from megazoo.tasks.dialogue.decode import greedy_lines, load_decoder
-    from megazoo.tasks.dialogue.stage import ERRORS, fail
+    from megazoo.tasks.dialogue.decode import greedy_lines
 
-    try:
-        samples = read_any(args.data)[: args.limit]
-        pool = read_any(_examples_path(args))
-        if args.stage == "knowledge":
-            prompts = msdp.knowledge_prompts(samples, pool, _embedder(args.embedder), args.shots or msdp.KNOWLEDGE_SHOTS)
-        else:
-            examples = msdp.response_examples(pool, args.shots or msdp.RESPONSE_SHOTS, args.seed)
-            prompts = msdp.response_prompts(samples, _knowledge(args, samples), examples)
-        model, tok = load_decoder(args.checkpoint)
-    except ERRORS as e:
-        return fail(PROG, e)
+    samples = read_any(args.data)[: args.limit]
+    pool = read_any(_examples_path(args))
+    if args.stage == "knowledge":
+        prompts = msdp.knowledge_prompts(samples, pool, _embedder(args.embedder), args.shots or msdp.KNOWLEDGE_SHOTS)
+    else:
+        examples = msdp.response_examples(pool, args.shots or msdp.RESPONSE_SHOTS, args.seed)
+        prompts = msdp.response_prompts(samples, _knowledge(args, samples), examples)
+    model, tok = load_decoder(args.checkpoint, use="dialogue generation")
 
     def progress(done, total):
         print(f"\r{args.stage}: {done}/{total}", end="", file=sys.stderr, flush=True)

@@ -2,14 +2,13 @@
 [--references FILE.jsonl] [--documents DIR] [--without]`
 
 The perplexity of held-out responses (respond.py): with the speaker's persona reference or the retrieved
-knowledge in the prompt, or --without it. Writes {"task", "kind", "without", "perplexity", "nll", "tokens", "n"}.
+knowledge in the prompt, or --without it. Writes the evaluation record of every task (eval/taskkit.py):
+{"task", "n" (responses), "metrics": {"perplexity", "nll"}, "tokens", "kind", "without", "checkpoint", "data"}.
 """
 
 from __future__ import annotations
 
 import argparse
-
-PROG = "megazoo task dialogue perplexity"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,19 +25,16 @@ def run(args) -> int:
     import torch
 
     from megazoo.core.fs import write_json_atomic
-    from megazoo.tasks.dialogue.decode import load_decoder
+    from megazoo.eval.taskkit import evaluation_record, load_decoder
     from megazoo.tasks.dialogue.respond import pairs_of, response_perplexity
-    from megazoo.tasks.dialogue.stage import ERRORS, fail
 
-    try:
-        pairs = pairs_of(args)
-        model, tok = load_decoder(args.checkpoint)
-    except ERRORS as e:
-        return fail(PROG, e)
+    pairs = pairs_of(args)
+    model, tok = load_decoder(args.checkpoint, use="dialogue perplexity")
     with torch.inference_mode():
         figures = response_perplexity(model, tok, pairs)
-    record = {"task": "dialogue", "kind": args.kind, "without": args.without, **figures,
-              "checkpoint": str(args.checkpoint), "data": str(args.data)}
+    record = evaluation_record("dialogue", figures["n"], {"perplexity": figures["perplexity"], "nll": figures["nll"]},
+                               tokens=figures["tokens"], kind=args.kind, without=args.without,
+                               checkpoint=str(args.checkpoint), data=str(args.data))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, record, indent=2)

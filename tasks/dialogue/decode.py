@@ -1,24 +1,9 @@
 """Greedy decoding that stops at the first newline (MSDP's top_k=1 decoding; also the fine-tuned
 models' responses and the chat): batches of prompts left-padded, sorted by length so that a batch
-pads little, the context cut from the left to fit the model, the text before the first newline kept."""
+pads little, the context cut from the left to fit the model, the text before the first newline kept.
+The model and tokenizer come from eval/taskkit.load_decoder."""
 
 from __future__ import annotations
-
-
-def load_decoder(checkpoint):
-    """(model, tokenizer) of a megazoo checkpoint, a run folder (its checkpoints/) or a Hugging Face
-    folder (config.json or one .gguf), in this process."""
-    from pathlib import Path
-
-    from megazoo.zoo.decoder import load_decoder as load
-
-    path = Path(checkpoint)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such folder (give a decoder checkpoint: an import-hf folder, a "
-                                f"training run or its checkpoints/, or a Hugging Face folder)")
-    if (path / "checkpoints").is_dir() and not (path / "model.yaml").is_file():
-        path = path / "checkpoints"  # a run folder: its latest checkpoint
-    return load(path, None, "dialogue generation")
 
 
 def greedy_lines(model, tokenizer, prompts: list[str], max_new_tokens: int = 48, batch: int = 8,

@@ -4,7 +4,7 @@ nlg-eval compute them, from maintained implementations:
     f1       ParlAI unigram F1 against the gold response (eval.metrics.dialogue; pairs whose gold is
              empty or no_passages_used are skipped, the mean over the rest), in [0, 1]
     kf1      the same F1 against the gold knowledge (pairs with no_passages_used skipped)
-    bleu     sacrebleu corpus BLEU (0-100) against the gold response
+    bleu     sacrebleu corpus BLEU against the gold response, in [0, 1] (sacrebleu's score / 100)
     rouge_l  rouge-score ROUGE-L F-measure, mean over pairs, in [0, 1]
     meteor   nltk METEOR with WordNet 3.0, mean over pairs, in [0, 1]
 
@@ -17,18 +17,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from megazoo.core.fs import write_json_atomic, write_text_atomic
-from megazoo.eval.metrics import bleu, meteor, rouge_l, unigram_prf
-from megazoo.eval.metrics.dialogue import knowledge_f1_scores, unigram_f1_scores
-from megazoo.eval.readers.common import LineError
+from megazoo.eval.metrics import bleu, knowledge_f1_scores, meteor, rouge_l, unigram_f1_scores, unigram_prf
+from megazoo.eval.readers.common import LineError, MissingFile
 
 
 def read_generations(path, n: int, data_name: str) -> list[str]:
     """One response per line, in data order: exactly `n` lines (a blank line is an empty response);
-    a .jsonl file holds one {"text": ...} per line (what the msdp and respond stages write)."""
+    a .jsonl file holds one {"text": ...} per line (what the msdp and sample stages write)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file (expected one generated response per line)")
+        raise MissingFile(f"{path}: no such file (expected one generated response per line)")
     from megazoo.tasks.dialogue.data import decode
 
     text = decode(path.read_bytes(), path)
@@ -78,17 +76,3 @@ def per_example(responses: list[str], samples: list) -> list[dict]:
         f1, kf1 = unigram_prf(r, s.response), unigram_prf(r, s.knowledge)
         out.append({"line": s.line, "response": r, "gold": s.response, "f1": f1 and f1[2], "kf1": kf1 and kf1[2]})
     return out
-
-
-def predictions_path(out) -> Path:
-    """FILE.predictions.jsonl beside FILE.json (declared with --out: the output policy checks it)."""
-    return Path(out).with_suffix(".predictions.jsonl")
-
-
-def write_evaluation(out, record: dict, examples: list[dict]) -> tuple[Path, Path]:
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out, record, indent=2)
-    pred = predictions_path(out)
-    write_text_atomic(pred, "".join(json.dumps(e) + "\n" for e in examples))
-    return out, pred

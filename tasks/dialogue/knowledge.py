@@ -24,9 +24,11 @@ class DocumentSet:
     def __init__(self, folder):
         import bm25s
 
+        from megazoo.eval.readers.common import MissingFile
+
         folder = Path(folder)
         if not folder.is_dir():
-            raise FileNotFoundError(f"{folder}: no such folder (expected a document set: a folder of .txt files)")
+            raise MissingFile(f"{folder}: no such folder (expected a document set: a folder of .txt files)")
         files = sorted(p for p in folder.rglob("*") if p.suffix in (".txt", ".md") and p.is_file())
         self.sentences: list[str] = []
         self.sources: list[str] = []

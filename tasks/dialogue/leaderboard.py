@@ -21,13 +21,14 @@ METRICS = ("kf1", "f1", "bleu", "rouge_l", "meteor", "knowledge_f1")
 def run(checkpoint: str, path: str, entry: dict) -> dict:
     from pathlib import Path
 
-    from megazoo.tasks.bias.selection import default_embedder_dir
     from megazoo.tasks.dialogue import msdp
     from megazoo.tasks.dialogue.data import read_any
-    from megazoo.tasks.dialogue.decode import greedy_lines, load_decoder
+    from megazoo.eval.taskkit import load_decoder
+    from megazoo.tasks.dialogue.decode import greedy_lines
     from megazoo.tasks.dialogue.evaluate import dialogue_metrics
-    from megazoo.eval.metrics.dialogue import unigram_f1_scores
+    from megazoo.eval.metrics import unigram_f1_scores
     from megazoo.tasks.dialogue.stage import MAX_BATCH, MAX_ITEMS, MAX_NEW_TOKENS, MAX_SEED
+    from megazoo.zoo.assets import default_embedder_dir
     from megazoo.zoo.embed import Embedder
 
     limit = suite_int(entry, "limit", None, 1, MAX_ITEMS)
@@ -37,7 +38,7 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     pool = read_any(entry.get("examples") or Path(path).parent / "train.tsv")
     emb = Embedder(entry.get("embedder") or default_embedder_dir())
     prompts = msdp.knowledge_prompts(samples, pool, lambda t: emb.encode(list(t), pooling="mean", normalize=True))
-    model, tok = load_decoder(checkpoint)
+    model, tok = load_decoder(checkpoint, use="dialogue generation")
     knowledge = greedy_lines(model, tok, prompts, new, batch)
     examples = msdp.response_examples(pool, msdp.RESPONSE_SHOTS, seed)
     responses = greedy_lines(model, tok, msdp.response_prompts(samples, knowledge, examples), new, batch)

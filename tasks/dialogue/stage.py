@@ -1,11 +1,8 @@
-"""What the dialogue stages share: the errors they turn into one line and exit code 2, and the
-bounds of their numeric flags (generous for real use, far below what would reach the allocator)."""
+"""What the dialogue stages share: the bounds of their numeric flags (generous for real use, far below
+what would reach the allocator). A stage's user errors (ValueError, MissingFile) reach megazoo.cli's
+boundary, which prints them in one line with exit code 2."""
 
 from __future__ import annotations
-
-import sys
-
-ERRORS = (ValueError, FileNotFoundError)
 
 MAX_SEED = 2**32 - 1
 MAX_NEW_TOKENS = 4096  # a response, or a knowledge sentence
@@ -14,10 +11,3 @@ MAX_ITEMS = 100_000_000  # --limit: samples or conversations (Wizard of Wikipedi
 MAX_SHOTS = 256  # examples in one prompt
 MAX_TURNS = 1000  # turns of history or of a speaker's reference
 MAX_SENTENCES = 256  # knowledge sentences in one prompt
-
-
-def fail(prog: str, e) -> int:
-    from megazoo.core.train.user_errors import one_line
-
-    print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)
-    return 2

@@ -6,15 +6,15 @@
     generate_race("out/RACE", seed=0)             # a RACE-format set from the embedded corpus
 
 Training is a recipe for the core trainer (`task: race`, megazoo.tasks.race.builder); the stages
-are `megazoo task race finetune|evaluate|ensemble|generate ...` (see megazoo.tasks.race.cli).
+are `megazoo task race data|train|evaluate|ensemble ...` (see megazoo.tasks.race.cli).
 """
 
 from megazoo.tasks.race.data import RaceFormatError, RaceQuestion, load_race, read_hf_race, read_race_dir
 from megazoo.tasks.race.evaluate import ensemble, predictions_record, race_accuracy
 from megazoo.tasks.race.generate import generate_race
-from megazoo.tasks.race.inputs import RaceBatch, build_inputs, clean_text
+from megazoo.tasks.race.inputs import build_inputs, clean_text
 
-__all__ = ["RaceBatch", "RaceFormatError", "RaceQuestion", "build_inputs", "clean_text", "ensemble",
+__all__ = ["RaceFormatError", "RaceQuestion", "build_inputs", "clean_text", "ensemble",
            "evaluate_checkpoint", "generate_race", "load_race", "predictions_record", "race_accuracy",
            "read_hf_race", "read_race_dir"]
 

@@ -1,7 +1,7 @@
-"""`megazoo task race ensemble PRED.json PRED.json ... [--out FILE.json]`: average the softmaxes.
+"""`megazoo task race ensemble EVAL.json EVAL.json ... [--out FILE.json]`: average the softmaxes.
 
-Each input is an `evaluate --out` result (FILE.json or its FILE.predictions.json); --out writes the
-same two files as evaluate: FILE.json (metrics) and FILE.predictions.json. Both are declared
+Each input is an `evaluate --out` result (FILE.json or its FILE.predictions.jsonl); --out writes the
+same two files as evaluate: FILE.json (metrics) and FILE.predictions.jsonl. Both are declared
 outputs, so `ensemble a.json b.json --out a.json` (or any --out whose predictions file is an input,
 or the file a summary leads to) is refused before anything is read or written.
 """
@@ -14,12 +14,13 @@ from megazoo.core.fs import input_arg, output_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from megazoo.tasks.race.files import predictions_path
+    from megazoo.eval.taskkit import evaluation_outputs
+    from megazoo.tasks.race.files import PREDICTIONS
 
     input_arg(parser, "predictions", nargs="+", kind="file",
               help="files written by `evaluate --out` (either of each pair)")
-    output_arg(parser, "--out", default=None, also=lambda p: [predictions_path(p)],
-               help="FILE.json: the ensemble's metrics (its predictions go to FILE.predictions.json)")
+    output_arg(parser, "--out", default=None, also=evaluation_outputs(PREDICTIONS),
+               help="FILE.json: the ensemble's metrics (its predictions go to FILE.predictions.jsonl)")
 
 
 def run(args) -> int:
@@ -39,10 +40,10 @@ def check_sources(predictions, out) -> None:
     """A summary leads to the predictions file it names: refuse an --out that would replace that
     file too (the parser's declarations only know the paths as typed)."""
     from megazoo.core.fs import Declared, PathRole, check_paths
+    from megazoo.eval.taskkit import evaluation_outputs
     from megazoo.tasks.race.evaluate import locate_predictions
-    from megazoo.tasks.race.files import predictions_path
+    from megazoo.tasks.race.files import PREDICTIONS
 
     read = [Declared("PREDICTIONS", str(locate_predictions(p)[0]), PathRole("input", "file")) for p in predictions]
-    wrote = [Declared("--out", str(out), PathRole("output", "file", also=lambda p: [predictions_path(p)]))]
+    wrote = [Declared("--out", str(out), PathRole("output", "file", also=evaluation_outputs(PREDICTIONS)))]
     check_paths(read, wrote, overwrite=True)  # existing outputs were checked (with --overwrite) by the dispatcher
-

@@ -1,14 +1,15 @@
-"""RACE accuracy (overall, middle, high), predictions files and the ensemble of several of them.
+"""RACE accuracy (overall, middle, high), the evaluate stage's files and the ensemble of several of them.
 
-`evaluate --out FILE.json` (and `ensemble --out FILE.json`) write two files (DESIGN.md 3.5):
-  FILE.json              {"task": "race", "n", "metrics": {"accuracy", "accuracy_middle",
-                          "accuracy_high"}, "counts", "data", "split", "checkpoint", "predictions": NAME}
-  FILE.predictions.json  {"task": "race", "data", "split", "checkpoint", "accuracy": {"overall",
-                          "middle", "high"}, "counts", "predictions": [{"uid", "level", "label",
-                          "prediction", "probs": [4]}]}
+`evaluate --out FILE.json` (and `ensemble --out FILE.json`) write two files through the
+task-evaluation kit (eval/taskkit.py write_evaluation, DESIGN.md 3.5):
+  FILE.json                    {"task": "race", "n", "metrics": {"accuracy", "accuracy_middle",
+                                "accuracy_high"}, "predictions": NAME, "counts", "data", "split",
+                                "checkpoint", "step"} (a level without questions has no metric)
+  FILE.predictions.jsonl       one line a question: {"uid", "level", "label", "prediction", "probs": [4]}
 `probs` is the softmax over the 4 options. The ensemble averages the softmaxes of several
-predictions files question by question (Megatron's ensemble_classifier) and takes the argmax; it
-takes either file of a pair (a summary leads to the predictions file beside it).
+evaluations question by question (Megatron's ensemble_classifier) and takes the argmax; it takes
+either file of a pair (a summary leads to the predictions file beside it), and the one-object
+FILE.predictions.json that earlier versions wrote.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from typing import Sequence
 import torch
 
 from megazoo.core.fs import inside
-from megazoo.core.fs import write_json_atomic as _write_json
 from megazoo.eval.metrics import accuracy
+from megazoo.eval.taskkit import predictions_path
 from megazoo.tasks.race.data import LEVELS, NUM_CHOICES
-from megazoo.tasks.race.files import MissingFile, predictions_path, read_json
+from megazoo.tasks.race.files import PREDICTIONS, MissingFile, read_json
 
 
 def race_accuracy(predictions: Sequence[int], labels: Sequence[int], levels: Sequence[str]) -> dict:
@@ -58,76 +59,87 @@ def predictions_record(uids, levels, labels, probs: torch.Tensor, **meta) -> dic
             "predictions": rows}
 
 
-def write_json_atomic(path: str | os.PathLike, obj: dict) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    _write_json(path, obj)
+def summary_record(record: dict) -> dict:
+    """The evaluation summary of a predictions record (the kit's evaluation_record): the metric
+    names of the task's issue (a level without questions left out: its count says 0), n, the counts
+    per level and where the record came from (data, split, checkpoint, step, members)."""
+    from megazoo.eval.taskkit import evaluation_record
 
-
-def summary_record(record: dict, predictions_file: str | os.PathLike | None = None) -> dict:
-    """The summary of a predictions record: the metric names of the task's issue, with n."""
-    acc = record["accuracy"]
-    out = {"task": "race", "n": record["counts"]["overall"],
-           "metrics": race_metrics(acc),
-           "counts": record["counts"]}
-    out.update({k: v for k, v in record.items() if k not in ("task", "accuracy", "counts", "predictions")})
-    if predictions_file is not None:
-        out["predictions"] = Path(predictions_file).name
-    return out
+    metrics = {k: v for k, v in race_metrics(record["accuracy"]).items() if v is not None}
+    extra = {k: v for k, v in record.items() if k not in ("task", "accuracy", "counts", "predictions")}
+    return evaluation_record("race", record["counts"]["overall"], metrics, counts=record["counts"], **extra)
 
 
 def write_evaluation(out: str | os.PathLike, record: dict) -> tuple[Path, Path]:
-    """Write FILE.predictions.json, then the summary FILE.json (each atomically; the summary
-    last, so a summary always has its complete predictions beside it)."""
-    pred = predictions_path(out)
-    write_json_atomic(pred, record)
-    write_json_atomic(out, summary_record(record, pred))
-    return Path(out), pred
+    """Write FILE.predictions.jsonl, then the summary FILE.json (the kit writes each atomically,
+    the summary last). Returns (summary, predictions) paths."""
+    from megazoo.eval.taskkit import write_evaluation as write_files
+
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    summary = summary_record(record)
+    task, n, metrics = summary.pop("task"), summary.pop("n"), summary.pop("metrics")
+    return write_files(out, task, n, metrics, record["predictions"], ext=PREDICTIONS, **summary)
 
 
-def _load_json(path: Path) -> dict:
-    return read_json(path, "a JSON predictions file")
-
-
-def locate_predictions(path: str | os.PathLike) -> tuple[Path, object]:
-    """(the file whose predictions are read, its JSON): `path` itself, or for a summary FILE.json
-    the predictions file it names beside it."""
+def locate_predictions(path: str | os.PathLike) -> tuple[Path, dict]:
+    """(the predictions file to read, the summary that led to it or {}): `path` itself, or for a
+    summary FILE.json the predictions file it names beside it."""
     path = Path(path)
     if not path.is_file():
         raise MissingFile(f"{path}: no such predictions file (write one with `megazoo task race evaluate --out`)")
-    obj = _load_json(path)
+    if path.suffix == ".jsonl":
+        return path, {}
+    obj = read_json(path, "a JSON predictions file")
     if isinstance(obj, dict) and "metrics" in obj and not isinstance(obj.get("predictions"), list):
         name = obj.get("predictions")
         if name is not None and not (isinstance(name, str) and inside(path.parent, name)):
             # a summary names a file beside it, nothing else: no folder part, no `..`, no link out
             raise ValueError(f"{path}: 'predictions' names {name!r}, not a file beside the summary; give the "
                              f"predictions file itself")
-        beside = path.with_name(name) if name else predictions_path(path)
+        beside = path.with_name(name) if name else predictions_path(path, PREDICTIONS)
         if not beside.is_file():
             raise MissingFile(f"{path}: a summary whose predictions file {beside} is missing")
-        return beside, _load_json(beside)
-    return path, obj
+        return beside, obj
+    return path, {}
+
+
+def _rows(path: Path) -> tuple[list[tuple[str, object]], dict]:
+    """((where, row) for each prediction, the fields beside the rows): JSON lines, or the one JSON
+    object of earlier versions holding its rows under "predictions" (and data, split beside them)."""
+    if path.suffix == ".jsonl":
+        from megazoo.eval.readers.common import LineError, read_jsonl
+
+        rows = [(f"{path}:{line}", row) for line, row in read_jsonl(path, "RACE predictions", LineError)]
+        return rows, {}
+    obj = read_json(path, "a JSON predictions file")
+    rows = obj.get("predictions") if isinstance(obj, dict) else None
+    if not isinstance(rows, list):
+        return [], {}
+    return [(f"{path}: prediction {i}", r) for i, r in enumerate(rows)], obj
 
 
 def read_predictions(path: str | os.PathLike) -> dict:
-    """A predictions file, or the summary FILE.json of one (its FILE.predictions.json is read)."""
-    path, obj = locate_predictions(path)
-    rows = obj.get("predictions") if isinstance(obj, dict) else None
-    if not isinstance(rows, list) or not rows:
-        raise ValueError(f"{path}: no 'predictions' list; expected the output of `megazoo task race evaluate --out`")
+    """{"predictions": rows, "data", "split"} of an evaluation: its summary FILE.json (its
+    FILE.predictions.jsonl is read), the predictions file itself, or an earlier one-object file."""
+    file, summary = locate_predictions(path)
+    rows, fields = _rows(file)
+    if not rows:
+        raise ValueError(f"{file}: no predictions; expected the output of `megazoo task race evaluate --out`")
     seen = set()
-    for i, r in enumerate(rows):
+    for where, r in rows:
         if not isinstance(r, dict) or not all(k in r for k in ("uid", "label", "probs")) \
                 or not isinstance(r["probs"], list) or len(r["probs"]) != NUM_CHOICES \
                 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
                            for x in r["probs"]):
-            raise ValueError(f"{path}: prediction {i} needs 'uid', 'label' and 'probs' with {NUM_CHOICES} finite "
+            raise ValueError(f"{where}: a prediction needs 'uid', 'label' and 'probs' with {NUM_CHOICES} finite "
                              f"numbers")
         if not isinstance(r["uid"], str):
-            raise ValueError(f"{path}: prediction {i}'s 'uid' must be a string, got {r['uid']!r:.40}")
+            raise ValueError(f"{where}: 'uid' must be a string, got {r['uid']!r:.40}")
         if r["uid"] in seen:  # a second row would silently replace the first in the ensemble
-            raise ValueError(f"{path}: question {r['uid']!r} is predicted twice; each question once")
+            raise ValueError(f"{file}: question {r['uid']!r} is predicted twice; each question once")
         seen.add(r["uid"])
-    return obj
+    info = {**fields, **summary}
+    return {"predictions": [r for _, r in rows], "data": info.get("data"), "split": info.get("split")}
 
 
 def ensemble(paths: Sequence[str | os.PathLike]) -> dict:

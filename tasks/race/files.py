@@ -1,26 +1,20 @@
-"""Paths and readers the race stages share without importing torch (their parsers declare the
-derived outputs, so `--help` and the output policy stay fast).
+"""What the race stages share without importing torch (their parsers stay fast for `--help` and
+the output policy).
 
-    predictions_path("out/a.json") -> out/a.predictions.json   (what evaluate/ensemble write beside --out)
-    read_json(path, what)          -> the object, or a one-line ValueError `file:line: problem`
-    missing(message)               -> a FileNotFoundError the boundary reports as a user's mistake (exit 2)
+    PREDICTIONS            -> ".jsonl": evaluate and ensemble write FILE.predictions.jsonl beside --out
+    read_json(path, what)  -> the object, or a one-line ValueError `file:line: problem`
+    MissingFile(message)   -> a FileNotFoundError the boundary reports as a user's mistake (exit 2)
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from megazoo.core.fs import read_utf8  # `file:line: not valid UTF-8 ...` (a ValueError)
 from megazoo.eval.readers.common import MissingFile  # noqa: F401 (the race readers raise it)
 
-
-def predictions_path(out: str | os.PathLike) -> Path:
-    """FILE.json -> FILE.predictions.json (the predictions beside a summary)."""
-    out = Path(out)
-    stem = out.name[:-len(".json")] if out.name.endswith(".json") else out.name
-    return out.with_name(stem + ".predictions.json")
+PREDICTIONS = ".jsonl"  # the predictions file's format (eval/taskkit.py predictions_path)
 
 
 def read_json(path: str | os.PathLike, what: str) -> object:

@@ -10,12 +10,13 @@ through `clean_text`; qa is cut to `max_qa_length` tokens (128); the whole seque
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
 from megazoo.tasks.race.data import NUM_CHOICES, RaceQuestion
+from megazoo.zoo.heads.choice import ChoiceBatch, pair_ids
+
 
 MAX_QA_LENGTH = 128
 MAX_SEQ_LENGTH = 512
@@ -33,45 +34,8 @@ def qa_text(question: str, option: str) -> str:
     return question.replace("_", option) if "_" in question else question + " " + option
 
 
-def pair_ids(a: Sequence[int], b: Sequence[int], max_seq_length: int, cls: int, sep: int, pad: int
-             ) -> tuple[list[int], list[int], list[int]]:
-    """(ids, token types, attention mask) of `[CLS] a [SEP] b [SEP]`, cut and padded to length."""
-    ids = [cls, *a, sep, *b]
-    types = [0] * (len(a) + 2) + [1] * len(b)
-    if len(ids) >= max_seq_length:  # keep room for the closing [SEP]
-        ids, types = ids[: max_seq_length - 1], types[: max_seq_length - 1]
-    ids.append(sep)
-    types.append(1)
-    mask = [1] * len(ids)
-    fill = max_seq_length - len(ids)
-    return ids + [pad] * fill, types + [0] * fill, mask + [0] * fill
-
-
-@dataclass
-class RaceBatch:
-    """Tensors for N questions: input_ids (int32), token_type_ids, attention_mask (int8) [N, 4, L];
-    labels [N] (int64). `select` gives int64 batches ready for the model."""
-
-    input_ids: torch.Tensor
-    token_type_ids: torch.Tensor
-    attention_mask: torch.Tensor
-    labels: torch.Tensor
-
-    def __len__(self) -> int:
-        return self.labels.shape[0]
-
-    def select(self, index, multiple: int = 1) -> "RaceBatch":
-        """The questions at `index`, with columns that are padding in every row dropped (the
-        results do not change: padding is masked out of attention; it only saves compute). The
-        length kept is rounded up to `multiple` (at most the full length)."""
-        mask = self.attention_mask[index]
-        length = min(mask.shape[-1], -(-max(int(mask.sum(-1).max()), 1) // multiple) * multiple)
-        return RaceBatch(self.input_ids[index][..., :length].long(), self.token_type_ids[index][..., :length].long(),
-                         mask[..., :length].long(), self.labels[index])
-
-
 def build_inputs(questions: Sequence[RaceQuestion], tokenizer, max_seq_length: int = MAX_SEQ_LENGTH,
-                 max_qa_length: int = MAX_QA_LENGTH) -> RaceBatch:
+                 max_qa_length: int = MAX_QA_LENGTH) -> ChoiceBatch:
     """Encode questions with a megazoo tokenizer (needs .encode, .cls, .sep, .pad)."""
     if max_seq_length < 3:
         raise ValueError(f"max_seq_length must be at least 3 ([CLS] [SEP] [SEP]), got {max_seq_length}")
@@ -94,5 +58,6 @@ def build_inputs(questions: Sequence[RaceQuestion], tokenizer, max_seq_length: i
     shape = (len(labels), NUM_CHOICES, max_seq_length)
     # compact storage (the full RACE train split at 512 is ~1 GB this way, 4 GB as int64);
     # select() hands out int64 micro-batches
-    return RaceBatch(torch.tensor(ids, dtype=torch.int32).view(shape), torch.tensor(types, dtype=torch.int8).view(shape),
-                     torch.tensor(masks, dtype=torch.int8).view(shape), torch.tensor(labels, dtype=torch.long))
+    return ChoiceBatch(torch.tensor(ids, dtype=torch.int32).view(shape),
+                       torch.tensor(types, dtype=torch.int8).view(shape),
+                       torch.tensor(masks, dtype=torch.int8).view(shape), torch.tensor(labels, dtype=torch.long))

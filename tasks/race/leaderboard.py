@@ -14,15 +14,13 @@ from megazoo.tasks.race.evaluate import METRICS
 
 
 def run(checkpoint: str, path: str, entry: dict) -> dict:
-    from megazoo.tasks.race.evaluate import summary_record
-    from megazoo.tasks.race.evaluate_stage import evaluate_checkpoint
-
     from megazoo.tasks.race.cli_evaluate import MAX_BATCH
+    from megazoo.tasks.race.evaluate import race_metrics
+    from megazoo.tasks.race.evaluate_stage import evaluate_checkpoint
 
     batch = suite_int(entry, "batch_size", 8, 1, MAX_BATCH)
     record = evaluate_checkpoint(path, checkpoint, entry.get("split", "test"), batch)
-    summary = summary_record(record)
-    return {**summary["metrics"], "n": summary["n"]}
+    return {**race_metrics(record["accuracy"]), "n": record["counts"]["overall"]}
 
 
 EVALUATION = Evaluation(

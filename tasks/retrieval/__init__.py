@@ -10,13 +10,15 @@ salient spans (REALM-style pretraining).
     has_answer(["Mary Shelley"], passage.text)       # DPR's tokenised sub-sequence match
 
 Training is a recipe for the core trainer (`task: retrieval`, megazoo.tasks.retrieval.builder);
-the stages are `megazoo task retrieval pretrain|finetune|index|evaluate|reader|e2e|mss|generate ...`
-(cli.py); reader, e2e and mss train on the core trainer too (reader_builder.py, `task.component`).
+the stages are `megazoo task retrieval data|train|evaluate|index ...` (cli.py). `train` trains what
+its recipe names (stages.py): the bi-encoder (`task.objective: ict|supervised`) or, in the reader/
+subpackage, the span reader (`task.component: reader|e2e|mss`), all on the core trainer.
 """
 
+from megazoo.eval.metrics import has_answer, top_k_accuracy
+from megazoo.eval.metrics import simple_tokenize as simple_tokens
 from megazoo.tasks.retrieval.data import (Passage, Question, RetrievalFormatError, read_dpr_json, read_passages,
                                           read_qas, read_qas_csv)
-from megazoo.tasks.retrieval.evaluate import has_answer, simple_tokens, top_k_accuracy
 
 __all__ = ["Passage", "Question", "RetrievalFormatError", "has_answer", "read_dpr_json", "read_passages", "read_qas",
            "read_qas_csv", "simple_tokens", "top_k_accuracy"]

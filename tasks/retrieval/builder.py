@@ -39,6 +39,7 @@ from megazoo.tasks.retrieval.similarity import SIMILARITIES, as_similarity
 from megazoo.zoo.bert.builder import BertBuilder
 from megazoo.zoo.bert.config import BertConfig, megatron_bert, original_bert
 from megazoo.zoo.builder_base import parse_model_section
+from megazoo.core.plan.traits import ENCODER, kind_of
 
 # tensors of a pretrained BERT that the bi-encoder does not use (pretraining heads, the pooler:
 # sentence vectors pool the hidden states)
@@ -125,7 +126,7 @@ class RetrievalBuilder(TaskBuilder):
     def __init__(self, task: dict, model: dict, recompute: str = "none"):
         self.settings = RetrievalTask.from_dict(task)
         arch = model.get("arch", "bert")
-        if arch != "bert":
+        if kind_of(arch) != ENCODER:
             raise ConfigError(f"task retrieval trains a BERT bi-encoder, got model.arch={arch!r}; start from a BERT "
                               f"(train.init_from: `megazoo import-hf` of MiniLM, an HF BERT folder, a bert run)")
         model = {**model, "arch": "bert", "add_lm_head": False, "add_binary_head": False, "add_pooler": False,
@@ -158,7 +159,7 @@ class RetrievalBuilder(TaskBuilder):
         if s.objective == "supervised":
             if not data.get("path"):
                 raise ConfigError("task retrieval (supervised) needs data.path: a folder with DPR nq-train.json and "
-                                  "nq-dev.json (`megazoo task retrieval generate DIR` writes one)")
+                                  "nq-dev.json (`megazoo task retrieval data DIR` writes one)")
             for name in (s.train_file, s.valid_file):
                 if not self._file(data, name).is_file():
                     raise ConfigError(f"{name}: no such DPR json file in data.path={data['path']!r} (task.train_file "
@@ -177,6 +178,7 @@ class RetrievalBuilder(TaskBuilder):
 
     def _ict_sources(self, data, tokenizer, rows, seed):
         from megazoo.core.data.tokenizers import cache_root
+        from megazoo.core.train.rows import First
         from megazoo.tasks.retrieval.sources import ICTExamples, Shuffled, ict_blocks
 
         s = self.settings
@@ -196,7 +198,7 @@ class RetrievalBuilder(TaskBuilder):
             out.append(ICTExamples(blocks, rows, seed + (0 if split == "train" else 7919), s.query_in_block_prob,
                                    titles, doc_index))
         train, valid = out
-        return Shuffled(train, seed), Fixed(valid, s.valid_examples)
+        return Shuffled(train, seed), First(valid, s.valid_examples)
 
     def _supervised_sources(self, data, rows, seed):
         from megazoo.tasks.retrieval.data import read_dpr_json, read_passages
@@ -296,28 +298,15 @@ def rank_metrics(scores: torch.Tensor) -> dict:
     """Each question i's positive is passage i: top-k accuracy (%) and the mean rank (1 = first)."""
     own = scores.diagonal().unsqueeze(1)
     rank = (scores > own).sum(1) + 1
-    out = {f"top{k}_acc": float((rank <= k).double().mean() * 100) for k in (1, 5, 20)}
+    out = {f"top{k}_acc": float((rank <= k).double().mean()) for k in (1, 5, 20)}  # fractions, as every metric
     out["avg_rank"] = float(rank.double().mean())
     return out
-
-
-class Fixed:
-    """The first `limit` examples of a source (validation: the same examples at every evaluation)."""
-
-    def __init__(self, examples, limit: int):
-        self.examples, self.n = examples, min(limit, len(examples)) if limit else len(examples)
-
-    def __len__(self) -> int:
-        return self.n
-
-    def get(self, i: int):
-        return self.examples.get(i % self.n)
 
 
 def build(task: dict, model: dict, recompute: str = "none") -> TaskBuilder:
     """The retriever (task.objective), or the reader stages when the recipe names task.component."""
     if "component" in task:
-        from megazoo.tasks.retrieval.reader_builder import ReaderBuilder
+        from megazoo.tasks.retrieval.reader.builder import ReaderBuilder
 
         return ReaderBuilder(task, model, recompute)
     return RetrievalBuilder(task, model, recompute)

@@ -1,20 +1,28 @@
-"""The stages of `megazoo task retrieval ...`."""
+"""The stages of `megazoo task retrieval ...`: the verbs of tasks/cli.py VERBS, plus the extra below.
+The retriever (ICT/DPR) lives in this package, the reader, end-to-end and salient-span project in
+reader/; one `train` stage trains any of them, as its recipe says (stages.py)."""
 
-STAGES: dict[str, tuple[str, str]] = {
-    "pretrain": ("megazoo.tasks.retrieval.cli_pretrain", "unsupervised pretraining (task.objective: ict) of the "
-                                                          "bi-encoder: pretrain RECIPE [--set k=v ...] [--nproc N]"),
-    "finetune": ("megazoo.tasks.retrieval.cli_finetune", "supervised DPR-style fine-tuning on nq-train.json: finetune "
-                                                          "RECIPE [--set k=v ...] [--nproc N]"),
+from megazoo.tasks.retrieval.stages import TRAINING, TrainStage
+
+STAGES: dict[str, object] = {
+    "data": ("megazoo.tasks.retrieval.cli_data", "write a psgs_w100.tsv collection and NQ-style question sets from "
+                                                 "offline text: data OUT_DIR [--seed N]"),
+    "train": TrainStage("retrieval", "train the bi-encoder (task.objective: ict|supervised) or the span reader "
+                                     "(task.component: reader|e2e|mss), as the recipe says: train RECIPE "
+                                     "[--set k=v ...] [--nproc N]",
+                        recipe=", ".join(row.recipe for row in TRAINING.values())),
     "index": ("megazoo.tasks.retrieval.cli_index", "embed a psgs_w100.tsv into a faiss index: index --passages FILE.tsv "
                                                     "--checkpoint CKPT --out DIR [--index flat|ivf|hnsw]"),
     "evaluate": ("megazoo.tasks.retrieval.cli_evaluate", "top-k accuracy (DPR): evaluate --passages FILE.tsv --qas FILE "
                                                           "--checkpoint CKPT [--index DIR] --out FILE.json"),
-    "reader": ("megazoo.tasks.retrieval.cli_reader", "the extractive span reader trained on fixed retrieval "
-                                                      "(marginal likelihood over the top-k): reader RECIPE [--nproc N]"),
-    "e2e": ("megazoo.tasks.retrieval.cli_e2e", "end-to-end reader + query encoder, individual top-k, index "
-                                                "refreshed every N steps: e2e RECIPE [--set k=v ...]"),
-    "mss": ("megazoo.tasks.retrieval.cli_mss", "masked salient span pretraining (REALM-style, from an ICT retriever): "
-                                                "mss RECIPE [--set k=v ...]"),
-    "generate": ("megazoo.tasks.retrieval.cli_generate", "write a psgs_w100.tsv collection and NQ-style question sets "
-                                                          "from offline text: generate OUT_DIR [--seed N]"),
 }
+
+# stages that are none of data / train / evaluate / sample
+EXTRAS = {"index": "embed a passage collection with a trained encoder into a faiss index (flat, IVF or HNSW) that "
+                   "evaluate --index and the reader's retrieval search: a model's artifact, not a data set in an "
+                   "official format, a training run, an evaluation or a sample"}
+
+# older stage names, still accepted (the dispatcher prints a one-line note); the recipe, not the old
+# name, says what `train` trains
+ALIASES = {"generate": "data", "pretrain": "train", "finetune": "train", "reader": "train", "e2e": "train",
+           "mss": "train"}

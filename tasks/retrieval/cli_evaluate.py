@@ -1,9 +1,10 @@
 """`megazoo task retrieval evaluate --passages FILE.tsv --qas FILE --checkpoint CKPT [--index DIR]
 [--pooling mean|cls] [--top-k 1,5,20,100] [--match string|regex] --out FILE.json`.
 
-Writes FILE.json `{"task": "retrieval", "n", "metrics": {"top1", "top5", "top20", "top100"}, ...}`
-(percent of questions with an answer in their top-k passages, DPR's has_answer) and the ranked
-passage ids of every question beside it (FILE.predictions.json; both are declared outputs, so
+Writes FILE.json `{"task": "retrieval", "n", "metrics": {"top1", "top5", "top20", "top100"},
+"predictions", ...}` (the fraction of questions with an answer in their top-k passages, DPR's
+has_answer; printed as percent) and beside it FILE.predictions.jsonl, one line per question with
+its ranked passage ids and their hits (eval/taskkit.write_evaluation; both are declared outputs, so
 neither may be an input, and existing ones are replaced only with --overwrite). Without --index
 the passages are embedded and searched exactly (faiss Flat).
 """
@@ -11,6 +12,7 @@ the passages are embedded and searched exactly (faiss Flat).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from megazoo.core.fs import input_arg, output_arg
 from megazoo.tasks.retrieval.index import DEVICES
@@ -20,8 +22,8 @@ PROG = "megazoo task retrieval evaluate"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from megazoo.eval.taskkit import evaluation_outputs
     from megazoo.tasks.retrieval.cli_index import add_lengths
-    from megazoo.tasks.retrieval.evaluate_stage import predictions_path
 
     input_arg(parser, "--passages", kind="file", required=True,
               help="a psgs_w100.tsv-layout file (id<TAB>text<TAB>title, header)")
@@ -29,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
               help="questions: a DPR *-test.csv (question<TAB>['answer', ...]) or nq-*.json")
     input_arg(parser, "--checkpoint", kind="any", required=True,
               help="the encoder: a retrieval run's checkpoints/, an import-hf folder or an HF BERT folder")
-    output_arg(parser, "--out", kind="file", required=True, also=lambda p: [predictions_path(p)],
-               help="FILE.json; the ranked ids go to FILE.predictions.json")
+    output_arg(parser, "--out", kind="file", required=True, also=evaluation_outputs(),
+               help="FILE.json; the ranked ids go to FILE.predictions.jsonl")
     input_arg(parser, "--index", kind="folder", default=None, help="an index folder of `megazoo task retrieval index`")
     parser.add_argument("--pooling", choices=("mean", "cls"), default=None,
                         help="default: the checkpoint's model.pooling (mean for a plain encoder)")
@@ -45,16 +47,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from megazoo.eval.taskkit import write_evaluation
     from megazoo.tasks.retrieval.evaluate import parse_ks
-    from megazoo.tasks.retrieval.evaluate_stage import evaluate_retriever, write_evaluation
+    from megazoo.tasks.retrieval.evaluate_stage import evaluate_retriever
 
     # errors go to megazoo's boundary: one line, exit 2 for what the user gave, 1 for a failing disk
     ks = parse_ks(args.top_k)
     record, predictions = evaluate_retriever(args.passages, args.qas, args.checkpoint, args.index, args.pooling,
                                              ks, args.match, args.batch, args.question_length, args.passage_length,
                                              similarity=args.similarity, faiss_device=args.faiss_device)
-    out, pred = write_evaluation(args.out, record, predictions)
+    rest = {k: v for k, v in record.items() if k not in ("task", "n", "metrics")}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # --out may name a new folder
+    out, pred = write_evaluation(args.out, "retrieval", record["n"], record["metrics"], predictions, **rest)
     print(f"{record['checkpoint']} on {args.qas} ({record['n']} questions): "
-          + ", ".join(f"{k} {v:.2f}" for k, v in record["metrics"].items()))
+          + ", ".join(f"{k} {100 * v:.2f}%" for k, v in record["metrics"].items()))
     print(f"metrics written to {out}, ranked passages to {pred}")
     return 0

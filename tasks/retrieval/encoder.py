@@ -26,6 +26,7 @@ from megazoo.tasks.retrieval.similarity import SIMILARITIES, as_similarity
 from megazoo.zoo.embed import EmbedError, Embedder, read_checkpoint
 from megazoo.zoo.pooling import KINDS as POOLINGS
 from megazoo.zoo.pooling import pool
+from megazoo.core.plan.traits import ENCODER, kind_of
 
 
 class BiEncoder(Embedder):
@@ -37,7 +38,7 @@ class BiEncoder(Embedder):
         from megazoo.core.parallel.device import pick_device
 
         arch, cfg, state, tok_dir, _ = read_checkpoint(checkpoint)
-        if arch != "bert":
+        if kind_of(arch) != ENCODER:
             raise EmbedError(f"{checkpoint}: holds a {arch!r} model; the retriever is a BERT bi-encoder")
         self.arch, self.checkpoint = arch, str(checkpoint)
         self.ctx = ParallelContext.single(torch.device(device) if device is not None else pick_device())
@@ -106,22 +107,15 @@ class BiEncoder(Embedder):
 
 
 def trained_lengths(checkpoint) -> dict:
-    """{question_length, passage_length, similarity} of a retrieval training checkpoint (its task meta),
-    else {}."""
-    from pathlib import Path
+    """{question_length, passage_length, similarity} of a retrieval training checkpoint (its task meta,
+    read by the task-evaluation kit), else {} (a plain encoder, another task's checkpoint)."""
+    from megazoo.eval.taskkit import NotTaskCheckpoint, read_task_meta
 
-    from megazoo.core.checkpoint import open_checkpoint
-
-    if not Path(checkpoint).is_dir() or (Path(checkpoint) / "config.json").is_file() \
-            or (Path(checkpoint) / "model.yaml").is_file():
-        return {}
     try:
-        _, record = open_checkpoint(checkpoint)
-    except Exception:
+        _, meta = read_task_meta(checkpoint, "retrieval")
+    except (NotTaskCheckpoint, FileNotFoundError):
         return {}
-    task = (record.get("meta") or {}).get("task")
-    if not isinstance(task, dict) or task.get("name") != "retrieval":
-        return {}
+    task = meta["task"] if isinstance(meta["task"], dict) else {}  # `task: retrieval` written as a name alone
     out = {k: task[k] for k in ("question_length", "passage_length") if isinstance(task.get(k), int)}
     if task.get("similarity") in SIMILARITIES:
         out["similarity"] = task["similarity"]

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from megazoo.eval.metrics import top_k_accuracy
+from megazoo.eval.taskkit import evaluation_record
 from megazoo.tasks.retrieval.data import read_passages, read_qas
-from megazoo.tasks.retrieval.evaluate import KS, hits, top_k_accuracy
+from megazoo.tasks.retrieval.evaluate import KS, hits
 from megazoo.tasks.retrieval.index import (IndexFolderError, brute_force, build_index, load_index,
                                            recall_against_exact, save_index, search, stored_vectors)
 
@@ -79,9 +81,10 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
                        match: str = "string", batch: int = 32, question_length: int | None = None,
                        passage_length: int | None = None, progress: bool = False,
                        similarity: str | None = None, faiss_device: str = "auto") -> tuple[dict, list[dict]]:
-    """(summary record, per-question predictions): top-k accuracy in percent for each k, and
-    each question's ranked passage ids with their hits; the search runs on `faiss_device`
-    (index.on_device)."""
+    """(summary record `{"task", "n", "metrics", ...}`, per-question predictions): top-k accuracy as
+    a fraction for each k (top1, top5, ...), and each question's ranked passage ids with their hits;
+    the search runs on `faiss_device` (index.on_device). cli_evaluate.py writes both through the
+    task-evaluation kit (eval/taskkit.write_evaluation)."""
     rows = read_passages(passages)
     questions = read_qas(qas)
     enc = _encoder(checkpoint, pooling, batch, question_length, passage_length, similarity)
@@ -109,28 +112,7 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
         h = hits(x.answers, [by_id[i].text for i in ranked], match)
         hit_lists.append(h)
         predictions.append({"question": x.question, "answers": x.answers, "ids": ranked, "hits": h})
-    metrics = top_k_accuracy(hit_lists, ks)
-    record = {"task": "retrieval", "n": len(questions), "metrics": metrics, "checkpoint": str(checkpoint),
-              "pooling": enc.pooling, "similarity": enc.similarity, "passages": str(passages), "qas": str(qas),
-              "match": match, **extra}
+    record = evaluation_record("retrieval", len(questions), top_k_accuracy(hit_lists, ks), checkpoint=str(checkpoint),
+                               pooling=enc.pooling, similarity=enc.similarity, passages=str(passages), qas=str(qas),
+                               match=match, **extra)
     return record, predictions
-
-
-def predictions_path(out) -> Path:
-    """FILE.predictions.json beside FILE.json (declared with the --out flag, so the policy checks it too)."""
-    out = Path(out)
-    return out.with_name(out.stem + ".predictions.json")
-
-
-def write_evaluation(out, record: dict, predictions: list[dict]) -> tuple[Path, Path]:
-    """FILE.json (the record, naming its predictions file) and FILE.predictions.json beside it, each
-    written atomically (the record last: it names the predictions)."""
-    from megazoo.core.fs import write_json_atomic
-
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pred = predictions_path(out)
-    record = {**record, "predictions": pred.name}
-    write_json_atomic(pred, {"predictions": predictions}, indent=0)
-    write_json_atomic(out, record, indent=1)
-    return out, pred

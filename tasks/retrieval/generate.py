@@ -13,7 +13,7 @@
                                  sentence-to-passage retrieval: ICT trains on train documents only)
 
 Documents (not passages) are split 80/10/10 into train/dev/test, so no test passage is seen in
-training. A question comes from a sentence with a salient span (salient.py): the answer is the span
+training. A question comes from a sentence with a salient span (reader/salient.py): the answer is the span
 and the question is "what/when/how many" and the sentence's other content words, lowercased
 (keyword-like, as many NQ queries are).
 """
@@ -26,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from megazoo.tasks.retrieval.evaluate import has_answer, simple_tokens
-from megazoo.tasks.retrieval.salient import salient_spans
+from megazoo.eval.metrics import has_answer
+from megazoo.eval.metrics import simple_tokenize as simple_tokens
+from megazoo.tasks.retrieval.reader.salient import salient_spans
 
 STOP = set("""a an the of and or in on at to for from by with as is are was were be been being it its this that these
 those which who whom whose what when where why how not no can could may might must shall should will would do does

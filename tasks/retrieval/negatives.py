@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from megazoo.tasks.retrieval.evaluate import has_answer
+from megazoo.eval.metrics import has_answer
 
 
 class BM25Index:

@@ -29,14 +29,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from megazoo.core.train.config_checks import fill_dataclass
 from megazoo.core.train.errors import ConfigError
+from megazoo.core.train.task_settings import TaskSettings
 
 COMPONENTS = ("generator", "keywords", "ranker")
 
 
 @dataclass
-class StoryTask:
+class StoryTask(TaskSettings):
+    NAME = "story"
+    CHOICES = {"component": COMPONENTS}
+    BOUNDS = {"n_knowledge": 0, "n_keywords": 0, "valid_stories": 0, "max_seq_length": 8}
+
     component: str = "generator"
     knowledge: str | None = None
     n_knowledge: int = 2
@@ -48,19 +52,11 @@ class StoryTask:
     max_seq_length: int = 128
     eval_batch: int = 16
 
-    @classmethod
-    def from_dict(cls, task: dict) -> "StoryTask":
-        out = fill_dataclass(cls, task, "task", "task story")
-        if out.component not in COMPONENTS:
-            raise ConfigError(f"task.component must be one of {', '.join(COMPONENTS)}, got {out.component!r}")
-        shares = (out.drop_keywords, out.drop_knowledge, out.swap_antonyms)
+    def check(self) -> None:
+        shares = (self.drop_keywords, self.drop_knowledge, self.swap_antonyms)
         if not (min(shares) >= 0 and sum(shares) <= 1):
             raise ConfigError(f"task.drop_keywords, task.drop_knowledge and task.swap_antonyms must be shares that sum "
-                              f"to at most 1, got {out.drop_keywords}, {out.drop_knowledge} and {out.swap_antonyms}")
-        if min(out.n_knowledge, out.n_keywords, out.valid_stories) < 0 or out.max_seq_length < 8:
-            raise ConfigError("task.n_knowledge, task.n_keywords and task.valid_stories must be >= 0 and "
-                              "task.max_seq_length >= 8")
-        return out
+                              f"to at most 1, got {self.drop_keywords}, {self.drop_knowledge} and {self.swap_antonyms}")
 
 
 def build(task: dict, model: dict, recompute: str = "none"):
@@ -68,11 +64,9 @@ def build(task: dict, model: dict, recompute: str = "none"):
     if settings.component == "ranker":
         from megazoo.tasks.story.ranker_builder import RankerBuilder
 
-        return RankerBuilder(asdict(settings), model, recompute)
-    arch = model.get("arch", "gpt")
-    if arch not in ("gpt", "llama"):
-        raise ConfigError(f"task story's {settings.component} is a decoder: model.arch={arch!r} is not gpt or llama")
+        return RankerBuilder(settings, model, recompute)
     from megazoo.tasks.story.decoder_builder import StoryDecoderBuilder
-    from megazoo.zoo.gpt.builder import build as build_gpt
+    from megazoo.zoo.gpt.task import decoder_model
 
-    return StoryDecoderBuilder(build_gpt(model, recompute), asdict(settings))
+    return StoryDecoderBuilder(decoder_model(model, recompute, f"task story's {settings.component} is a decoder"),
+                               asdict(settings))

@@ -1,9 +1,9 @@
-"""What the stages share: the errors reported as one line with exit code 2, and the bounds of the
-numeric flags (generous for real use, far below what would reach the allocator)."""
+"""What the stages share: the bounds of the numeric flags (generous for real use, far below what
+would reach the allocator) and the check that a named input is there. User errors are raised (one
+line naming the flag and the path) and printed by megazoo/cli.py's boundary with exit code 2."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 MAX_SEED = 2**32 - 1
@@ -15,21 +15,13 @@ MAX_NEW_TOKENS = 1024  # one sentence
 MAX_BATCH = 1024
 
 
-def errors() -> tuple:
-    from megazoo.core.checkpoint import CheckpointError
-
-    return (ValueError, FileNotFoundError, CheckpointError)
-
-
-def fail(prog: str, e: Exception) -> int:
-    print(f"{prog}: error: {e}", file=sys.stderr)
-    return 2
-
-
 def need(path, flag: str, folder: bool = False) -> Path:
+    """`path` as a Path; MissingFile (exit 2) naming `flag` when it is not an existing file (folder)."""
+    from megazoo.eval.readers.common import MissingFile
+
     p = Path(path)
     if not (p.is_dir() if folder else p.is_file()):
-        raise FileNotFoundError(f"{flag} {path}: no such {'folder' if folder else 'file'}")
+        raise MissingFile(f"{flag} {path}: no such {'folder' if folder else 'file'}")
     return p
 
 

@@ -3,7 +3,7 @@
 Writes into OUT_DIR: stories.csv and its seeded 90/5/5 split train.csv, valid.csv, test.csv
 (generated from templates, or a real ROCStories CSV given with --rocstories), handwritten.csv (the
 package's hand-written evaluation stories), test-keywords.jsonl and handwritten-keywords.jsonl (the
-gold sentences' keywords, the `generate --keywords` format) and knowledge.csv (a WordNet knowledge
+gold sentences' keywords, the `sample --keywords` format) and knowledge.csv (a WordNet knowledge
 base in ConceptNet's CSV format over every keyword of these stories and their antonyms).
 """
 
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-
-PROG = "megazoo task story data"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,15 +40,11 @@ def write_keywords(path, stories, k: int) -> None:
 
 def run(args) -> int:
     from megazoo.core.fs import atomic_folder
-    from megazoo.tasks.story.cli_common import errors, fail
 
-    try:
-        # the output policy has refused an existing non-empty folder without --overwrite; everything is
-        # written into a scratch folder that replaces OUT_DIR only once complete
-        with atomic_folder(args.out, overwrite=args.overwrite) as out:
-            triples, vocab = write_set(out, args)
-    except errors() as e:
-        return fail(PROG, e)
+    # the output policy has refused an existing non-empty folder without --overwrite; everything is
+    # written into a scratch folder that replaces OUT_DIR only once complete
+    with atomic_folder(args.out, overwrite=args.overwrite) as out:
+        triples, vocab = write_set(out, args)
     print(f"stories, splits, hand-written set, keywords and a knowledge base of {len(triples)} WordNet assertions "
           f"over {len(vocab)} words written to {args.out}")
     return 0

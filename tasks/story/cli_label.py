@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 
-PROG = "megazoo task story label"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.core.argtypes import int_in
@@ -32,27 +30,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from megazoo.core.fs import atomic_folder
-    from megazoo.tasks.story.cli_common import errors, fail, need
+    from megazoo.tasks.story.cli_common import need
     from megazoo.tasks.story.knowledge import KnowledgeBase
     from megazoo.tasks.story.stories import load_split
     from megazoo.tasks.story.weak_labels import label_steps, minilm_embed, ranker_steps, write_jsonl
 
-    try:
-        need(args.data, "--data", folder=True)
-        kb = KnowledgeBase.load(need(args.knowledge, "--knowledge"))
-        need(args.embedder, "--embedder", folder=True)
-        train, valid = load_split(args.data, args.seed)
-        if args.stories:
-            train = train[: args.stories]
-        embed = minilm_embed(args.embedder)
-        counts = {}
-        # written into a scratch folder that replaces --out only once both files are complete
-        with atomic_folder(args.out, overwrite=args.overwrite) as out:
-            for name, stories in (("train", train), ("valid", valid)):
-                rows = label_steps(ranker_steps(stories, kb, args.candidates, seed=args.seed), embed)
-                write_jsonl(out / f"ranker-{name}.jsonl", rows)
-                counts[name] = len(rows)
-    except errors() as e:
-        return fail(PROG, e)
+    need(args.data, "--data", folder=True)
+    kb = KnowledgeBase.load(need(args.knowledge, "--knowledge"))
+    need(args.embedder, "--embedder", folder=True)
+    train, valid = load_split(args.data, args.seed)
+    if args.stories:
+        train = train[: args.stories]
+    embed = minilm_embed(args.embedder)
+    counts = {}
+    # written into a scratch folder that replaces --out only once both files are complete
+    with atomic_folder(args.out, overwrite=args.overwrite) as out:
+        for name, stories in (("train", train), ("valid", valid)):
+            rows = label_steps(ranker_steps(stories, kb, args.candidates, seed=args.seed), embed)
+            write_jsonl(out / f"ranker-{name}.jsonl", rows)
+            counts[name] = len(rows)
     print(f"{counts['train']} training and {counts['valid']} validation ranker steps written to {args.out}")
     return 0

@@ -58,6 +58,29 @@ def read_utf8(path, error=None) -> str:
     return read(path, error or StoryDataError)
 
 
+def read_records(path, valid, expected: str, empty: str) -> list[tuple[int, dict]]:
+    """(line number, object) of each non-blank line of a JSON-lines file; a line that is no JSON or
+    for which valid(obj) is false (or raises KeyError, TypeError, ValueError) is an error
+    `file:line: {expected}`, a file without records `file:1: {empty}`."""
+    import json
+
+    rows = []
+    for number, line in enumerate(read_utf8(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            ok = valid(row)
+        except (KeyError, TypeError, ValueError):  # json.JSONDecodeError is a ValueError
+            ok = False
+        if not ok:
+            raise StoryDataError(path, number, expected)
+        rows.append((number, row))
+    if not rows:
+        raise StoryDataError(path, 1, empty)
+    return rows
+
+
 def _columns(header: list[str], path) -> tuple[str, list[str]] | None:
     """(id column, the five sentence columns or the cloze columns) of a header, or None."""
     lower = {h.strip().lower(): h for h in header}

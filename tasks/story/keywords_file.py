@@ -1,4 +1,4 @@
-"""The `generate --keywords FILE` format: JSONL, one line per story of the data file in its order,
+"""The `sample --keywords FILE` format: JSONL, one line per story of the data file in its order,
 either {"id": ..., "keywords": [[...], [...], [...], [...]]} or the bare list: four lists of keyword
 strings, one for each generated sentence. A line in a wrong shape, or a file with a different number
 of stories than the data, is an error `file:line: problem`."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from megazoo.eval.readers.common import MissingFile
 from megazoo.tasks.story.data import StoryDataError, read_utf8
 from megazoo.tasks.story.inputs import STEPS
 
@@ -15,7 +16,7 @@ from megazoo.tasks.story.inputs import STEPS
 def read_keywords(path, n_stories: int, data_name: str = "the data") -> list[list[list[str]]]:
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such keywords file (JSONL, four lists of keywords per story)")
+        raise MissingFile(f"{path}: no such keywords file (JSONL, four lists of keywords per story)")
     lines = [(i, ln) for i, ln in enumerate(read_utf8(path).split("\n"), start=1) if ln.strip()]
     out = []
     for number, line in lines:

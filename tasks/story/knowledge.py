@@ -62,18 +62,25 @@ def _relation(text: str) -> str:
     return text[3:] if text.startswith("/r/") else text
 
 
-def read_conceptnet(path) -> list[Triple]:
-    """The English assertions of a ConceptNet 5 CSV (tab-separated, five fields)."""
+def tab_fields(path, comments: bool = False):
+    """(line number, tab-separated fields) of each non-blank line of a UTF-8 file, streamed; with
+    `comments`, lines starting with # are skipped too. Close it (contextlib.closing) when leaving early."""
     from megazoo.tasks.story.data import utf8_lines
 
-    out = []
     lines = utf8_lines(path, KnowledgeError)
     with closing(lines):
         for number, line in enumerate(lines, start=1):
             line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            fields = line.split("\t")
+            if line.strip() and not (comments and line.startswith("#")):
+                yield number, line.split("\t")
+
+
+def read_conceptnet(path) -> list[Triple]:
+    """The English assertions of a ConceptNet 5 CSV (tab-separated, five fields)."""
+    out = []
+    rows = tab_fields(path)
+    with closing(rows):
+        for number, fields in rows:
             if len(fields) != 5:
                 raise KnowledgeError(path, number, f"a ConceptNet assertion has 5 tab-separated fields (uri, "
                                                    f"relation, start, end, json), this line has {len(fields)}")
@@ -93,16 +100,10 @@ def read_conceptnet(path) -> list[Triple]:
 
 def read_tsv(path) -> list[Triple]:
     """head<TAB>relation<TAB>tail lines."""
-    from megazoo.tasks.story.data import utf8_lines
-
     out = []
-    lines = utf8_lines(path, KnowledgeError)
-    with closing(lines):
-        for number, line in enumerate(lines, start=1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            fields = line.split("\t")
+    rows = tab_fields(path, comments=True)
+    with closing(rows):
+        for number, fields in rows:
             if len(fields) != 3 or not all(x.strip() for x in fields):
                 raise KnowledgeError(path, number, f"expected head<TAB>relation<TAB>tail (3 non-empty fields), got "
                                                    f"{len(fields)} field(s)")

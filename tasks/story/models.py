@@ -4,19 +4,10 @@ predictor) and the ranker that orders knowledge sentences."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import torch
 
 END = re.compile(r"(?<=[.!?])\s")
-
-
-def run_checkpoints(path) -> Path:
-    """A training run folder means its checkpoints/; anything else is used as given."""
-    path = Path(path)
-    if (path / "checkpoints").is_dir() and not (path / "model.yaml").is_file() and not any(path.glob("iter_*")):
-        return path / "checkpoints"
-    return path
 
 
 class Decoder:
@@ -24,9 +15,9 @@ class Decoder:
     greedily, one line each."""
 
     def __init__(self, checkpoint, max_new_tokens: int = 32, batch: int = 16):
-        from megazoo.tasks.detox.model import load_decoder
+        from megazoo.eval.taskkit import load_decoder
 
-        self.model, self.tok = load_decoder(run_checkpoints(checkpoint))
+        self.model, self.tok = load_decoder(checkpoint)
         self.max_new_tokens, self.batch = max_new_tokens, batch
 
     def complete(self, prompts: list[str]) -> list[str]:
@@ -51,24 +42,14 @@ class Ranker:
     """A ranker training checkpoint (task.component: ranker) that orders knowledge sentences."""
 
     def __init__(self, checkpoint):
-        from megazoo.core.checkpoint import open_checkpoint
-        from megazoo.core.data.tokenizers import build_tokenizer
-        from megazoo.core.parallel.context import ParallelContext
-        from megazoo.tasks.story.builder import build
+        from megazoo.eval.taskkit import NotTaskCheckpoint, open_task_model
 
-        path = run_checkpoints(checkpoint)
-        resolved, record = open_checkpoint(path)
-        meta = record.get("meta") or {}
-        task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
-        if task.get("name") != "story" or task.get("component") != "ranker":
-            raise ValueError(f"--ranker {checkpoint}: not a story ranker checkpoint (task {task.get('name')!r}, "
-                             f"component {task.get('component')!r}); train one with `megazoo task story train "
-                             f"story-ranker`")
-        self.builder = build({k: v for k, v in task.items() if k != "name"}, meta["model"])
-        self.ctx = ParallelContext.single()
-        self.chunks = self.builder.chunks(self.ctx, 0)
-        self.builder.load_weights(self.chunks, resolved, self.ctx)
-        self.tok = build_tokenizer(meta.get("tokenizer") or "bert-wordpiece")
+        try:
+            loaded = open_task_model(checkpoint, "story", "ranker", kind_key="component", default_kind="generator")
+        except NotTaskCheckpoint as e:
+            raise NotTaskCheckpoint(f"--ranker {checkpoint}: {e}; train a ranker with `megazoo task story train "
+                                    f"story-ranker`") from None
+        self.builder, self.ctx, self.chunks, self.tok = loaded.builder, loaded.ctx, loaded.chunks, loaded.tokenizer
 
     @torch.no_grad()
     def order(self, context: list[str], candidates: list[str]) -> list[str]:
@@ -78,6 +59,6 @@ class Ranker:
         if len(candidates) < 2:
             return list(candidates)
         inputs = encode_steps([{"context": context, "candidates": candidates}], self.tok,
-                              self.builder.task["max_seq_length"])
-        scores = self.builder.scores(self.chunks, self.ctx, inputs)[0]
+                              self.builder.settings.max_seq_length)
+        scores = self.builder.choice_scores(self.chunks, self.ctx, inputs)[0]
         return [candidates[i] for i in scores.argsort(descending=True).tolist()]

@@ -73,27 +73,15 @@ def write_jsonl(path, rows: list[dict]) -> Path:
 
 def read_ranker_jsonl(path) -> list[dict]:
     """Labelled steps; a line in a wrong shape is an error `file:line: problem`."""
-    from megazoo.tasks.story.data import StoryDataError
+    from megazoo.tasks.story.data import read_records
 
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file (`megazoo task story label` writes the ranker's JSONL)")
-    rows = []
-    from megazoo.tasks.story.data import read_utf8
+    return [row for _, row in read_records(path, _labelled_step, 'expected {"context": [...], "candidates": [>= 2 '
+                                           'sentences], "label": index of a candidate}', "no ranker steps in the file")]
 
-    for number, line in enumerate(read_utf8(path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            ok = (isinstance(row["context"], list) and isinstance(row["candidates"], list) and
-                  len(row["candidates"]) >= 2 and 0 <= int(row["label"]) < len(row["candidates"]))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise StoryDataError(path, number, 'expected {"context": [...], "candidates": [>= 2 sentences], '
-                                               '"label": index of a candidate}')
-        rows.append(row)
-    if not rows:
-        raise StoryDataError(path, 1, "no ranker steps in the file")
-    return rows
+
+def _labelled_step(row) -> bool:
+    return (isinstance(row["context"], list) and isinstance(row["candidates"], list) and len(row["candidates"]) >= 2
+            and 0 <= int(row["label"]) < len(row["candidates"]))

@@ -1,12 +1,12 @@
 """The span-head tasks of synthetic_qa on the core trainer: `task: synthetic_qa` in a recipe
-(entry point megazoo.tasks:synthetic_qa), a BERT encoder with the span head (zoo/heads.py).
+(entry point megazoo.tasks:synthetic_qa), a BERT encoder with the span head (zoo/heads).
 
     task.kind  input                                   learns                      validation metrics
-    qa         [CLS] question [SEP] window [SEP]       the answer span (SQuAD QA)  exact_match, f1 (v2: HasAns_*)
+    qa         [CLS] question [SEP] window [SEP]       the answer span (SQuAD QA)  exact_match, f1 (v2: has_ans_*)
     answers    [CLS] [SEP] window [SEP] (no question)  spans worth asking about    answer_recall, answer_f1
 
 data.path is the training file (SQuAD v1.1/v2.0 JSON); task.valid_file the validation file (by
-default the package's hand-written dev set, data/dev.json). The inputs are SQuAD's (biomed's
+default the package's hand-written dev set, data/dev.json). The inputs are SQuAD's (zoo/heads/qa.py
 encode_qa: the question cut to max_query_length, windows every doc_stride tokens, targets at the
 answer or [CLS] when a window does not hold it; an unanswerable v2.0 question targets [CLS]).
 Decoding is BERT's n-best (decode.py), with v2.0's null answer when the file has impossible
@@ -21,68 +21,47 @@ eval_batch (32).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from megazoo.core.train.builder import TaskBuilder
 from megazoo.core.train.config import ConfigError
-from megazoo.core.train.config_checks import fill_dataclass
-from megazoo.core.train.evaluation import forward_outputs
-from megazoo.tasks.biomed.builder import PRETRAINING_HEADS, Rows, Shuffled, trim
-from megazoo.tasks.biomed.inputs import Encoded
+from megazoo.core.train.rows import Rows, Shuffled
+from megazoo.core.train.task_settings import TaskSettings
 from megazoo.tasks.synthetic_qa.decode import decode, encode
 from megazoo.tasks.synthetic_qa.squad import read_squad
-from megazoo.zoo.heads import head_count, head_loss, span_logits
+from megazoo.zoo.bert.task import HeadTaskBuilder, SpanWindows
+from megazoo.zoo.heads import span_logits
+from megazoo.zoo.heads.encoded import Encoded
 
 KINDS = ("qa", "answers")
 DEV = Path(__file__).parent / "data" / "dev.json"
 
 
 @dataclass
-class SyntheticQATask:
+class SyntheticQATask(SpanWindows, TaskSettings):
+    NAME = "synthetic_qa"
+    CHOICES = {"kind": KINDS}
+    BOUNDS = {"max_seq_length": 8, "top_answers": 1, "eval_batch": 1}
+
     kind: str = "qa"
     valid_file: str = ""
     max_seq_length: int = 384
-    doc_stride: int = 128
-    max_query_length: int = 64
-    max_answer_length: int = 30
-    n_best: int = 20
     null_threshold: float = 0.0
     top_answers: int = 5
     eval_batch: int = 32
-
-    @classmethod
-    def from_dict(cls, task: dict) -> "SyntheticQATask":
-        out = fill_dataclass(cls, task, "task", "task synthetic_qa")
-        if out.kind not in KINDS:
-            raise ConfigError(f"task.kind must be one of {', '.join(KINDS)} (task synthetic_qa), got {out.kind!r}")
-        if out.max_seq_length < 8 or min(out.doc_stride, out.max_query_length, out.max_answer_length, out.n_best,
-                                         out.top_answers, out.eval_batch) < 1:
-            raise ConfigError("task.max_seq_length must be >= 8 and task.doc_stride, max_query_length, "
-                              "max_answer_length, n_best, top_answers, eval_batch >= 1")
-        return out
 
     @property
     def valid_path(self) -> Path:
         return Path(self.valid_file) if self.valid_file else DEV
 
 
-class SyntheticQABuilder(TaskBuilder):
+class SyntheticQABuilder(HeadTaskBuilder):
     def __init__(self, task: dict, model: dict, recompute: str = "none"):
-        from megazoo.zoo.bert.builder import BertBuilder
-
         self.settings = SyntheticQATask.from_dict(task)
-        arch = model.get("arch", "bert")
-        if arch != "bert":
-            raise ConfigError(f"task synthetic_qa trains a BERT span model, got model.arch={arch!r}; start from a "
-                              f"BERT (train.init_from: `megazoo import-hf` of MiniLM, an HF BERT folder)")
-        model = {**model, "arch": "bert", "task_head": "span", "num_labels": 2, "label_names": [],
-                 "add_lm_head": False, "add_binary_head": False, "add_pooler": False}
-        bert = BertBuilder(model, recompute)
-        bert.unused_ok = PRETRAINING_HEADS + ("pooler.",)
-        super().__init__(bert, asdict(self.settings))
+        super().__init__(model, recompute, "task synthetic_qa trains a BERT span model", "span", num_labels=2,
+                         label_names=[], add_pooler=False)
         self.valid = None
         self.valid_questions: list = []
         self.valid_v2 = False
@@ -99,16 +78,14 @@ class SyntheticQABuilder(TaskBuilder):
 
     def encode(self, questions: list, tokenizer) -> Encoded:
         s = self.settings
-        if s.max_seq_length > self.seq_length:
-            raise ConfigError(f"task.max_seq_length={s.max_seq_length} exceeds the encoder's {self.seq_length} "
-                              f"positions; lower it")
+        self.check_length()
         return encode(questions, tokenizer, s.max_seq_length, s.doc_stride, s.max_query_length)
 
     def check_data(self, data: dict) -> None:
         path = data.get("path")
         if not path:
             raise ConfigError("task synthetic_qa needs data.path: a SQuAD-format JSON training file (`megazoo task "
-                              "synthetic_qa generate OUT_DIR` writes one; the filter stage writes kept.json)")
+                              "synthetic_qa data OUT_DIR` writes one; the filter stage writes kept.json)")
         for p in (path, self.settings.valid_path):
             if not Path(p).is_file():
                 raise ConfigError(f"{p}: no such file (a SQuAD-format JSON)")
@@ -128,31 +105,7 @@ class SyntheticQABuilder(TaskBuilder):
         self.valid = self.encode(self.valid_questions, tokenizer)
         return Shuffled(Rows(self.encode(train, tokenizer)), seed), Rows(self.valid)
 
-    def collate(self, samples: list) -> dict:
-        batch = trim({k: torch.stack([x[k] for x in samples]) for k in samples[0]})
-        batch["labels"] = torch.full((len(samples),), -100)  # span targets are start/end; the pipeline hands labels on
-        return batch
-
-    # objective and metrics -----------------------------------------------------------------------
-    def loss_counts(self, micro_batches: list[dict]) -> dict:
-        return {"n": sum(head_count("span", mb) for mb in micro_batches)}
-
-    def loss(self, out, mb: dict, counts: dict) -> torch.Tensor:
-        return head_loss("span", out.logits, mb)[0] / counts["n"]
-
-    def logits(self, chunks, ctx, enc: Encoded, dtype=torch.float32, batch: int | None = None) -> list[torch.Tensor]:
-        """Every row's [len, 2] span logits (float32 CPU, padding cut), on every rank (collective)."""
-        batch = batch or self.settings.eval_batch
-        mbs, lengths = [], []
-        for i in range(0, len(enc), batch):
-            mb = trim({"input_ids": enc.input_ids[i:i + batch], "token_type_ids": enc.token_type_ids[i:i + batch],
-                       "attention_mask": enc.attention_mask[i:i + batch]})
-            lengths.append(mb["attention_mask"].sum(-1).tolist())
-            mb["labels"] = torch.full((mb["input_ids"].shape[0],), -100)
-            mbs.append({k: v.to(ctx.device) for k, v in mb.items()} if ctx.device.type != "cpu" else mb)
-        outs = forward_outputs(chunks, ctx, mbs, lambda out, mb: out.logits.float().cpu(), self.hidden_size, dtype)
-        return [logits[j, :n] for logits, lens in zip(outs, lengths) for j, n in enumerate(lens)]
-
+    # metrics -------------------------------------------------------------------------------------
     def predict(self, chunks, ctx, questions: list, enc: Encoded, v2: bool = False, dtype=torch.float32,
                 batch=None) -> list[dict]:
         """Per question {"text", "nbest": [{"text", "score"}], "null_score"} (decode.decode)."""

@@ -1,6 +1,7 @@
 """`megazoo task synthetic_qa score --data DEV.json --predictions PRED.json --out FILE.json
 [--na-probs NA.json --na-threshold T]`: a predictions file {id: answer} scored alone, as the
-official v1.1/v2.0 scripts score it (score.py): the same keys as evaluate. The predictions must be
+official v1.1/v2.0 scripts score it (score.py): evaluate's FILE.json, its "predictions" naming the
+scored file (no predictions file is written: they are the input). The predictions must be
 for exactly the data's questions: ids the data lacks, or questions without a prediction, are
 refused naming both files (a file of another split or an incomplete run would score silently wrong).
 """
@@ -28,8 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from megazoo.core.fs import write_json_atomic
     from megazoo.tasks.synthetic_qa.cli_common import need_file
-    from megazoo.tasks.synthetic_qa.evaluate_stage import write_result
+    from megazoo.tasks.synthetic_qa.evaluate_stage import result_record, shown
     from megazoo.tasks.synthetic_qa.score import check_ids, read_predictions, score
     from megazoo.tasks.synthetic_qa.squad import read_squad
 
@@ -44,8 +46,9 @@ def run(args) -> int:
         na = read_predictions_numbers(need_file(args.na_probs, "--na-probs"))
         check_ids(f.questions, na, args.data, args.na_probs, "no-answer probabilities")
     r = score(f.questions, predictions, f.v2, na, args.na_threshold)
-    write_result(args.out, r, version=f.version, data=str(args.data), predictions=str(args.predictions))
-    print(", ".join(f"{k} {v:.2f}" for k, v in r["metrics"].items()) + f" (n={r['n']}); written to {args.out}")
+    write_json_atomic(args.out, result_record(r, version=f.version, data=str(args.data),
+                                              predictions=str(args.predictions)), indent=1)
+    print(f"{shown(r['metrics'])} (n={r['n']}); written to {args.out}")
     return 0
 
 

@@ -1,8 +1,8 @@
 """SQuAD features in and answers out, for the span head.
 
-encode: squad.Question -> biomed's SQuAD features (encode_qa: [CLS] question [SEP] window [SEP],
-windows every doc_stride tokens, the max-context bookkeeping BERT's run_squad keeps).
-decode: BERT's n-best (biomed's decode_qa: top n_best starts x ends of every window, spans inside
+encode: squad.Question -> SQuAD features (zoo/heads/qa.py encode_qa: [CLS] question [SEP] window
+[SEP], windows every doc_stride tokens, the max-context bookkeeping BERT's run_squad keeps).
+decode: BERT's n-best (zoo/heads/qa.py decode_qa: top n_best starts x ends of every window, spans inside
 the context, start at a max-context token, at most max_answer_length tokens, best score per text)
 and, for SQuAD v2.0, the null answer: the smallest [CLS] start+end score over the question's
 windows; the prediction is "" when it beats the best span by more than null_threshold.
@@ -10,24 +10,24 @@ windows; the prediction is "" when it beats the best span by more than null_thre
 
 from __future__ import annotations
 
-from megazoo.tasks.biomed.data import QAQuestion
-from megazoo.tasks.biomed.inputs import decode_qa, encode_qa
 from megazoo.tasks.synthetic_qa.squad import Question
+from megazoo.zoo.heads.qa import SpanExample, decode_qa, encode_qa
 
 
-def _as_biomed(q: Question) -> QAQuestion:
+def _as_span(q: Question) -> SpanExample:
+    """The span head's view of a question: its first answer is the one located (the training target)."""
     text, start = q.answers[0] if q.answers else (None, None)
-    return QAQuestion(q.id, q.question, q.context, tuple(q.answer_texts), start, text, q.line)
+    return SpanExample(q.question, q.context, start, text)
 
 
 def encode(questions: list, tokenizer, max_seq_length: int, doc_stride: int, max_query_length: int):
-    return encode_qa([_as_biomed(q) for q in questions], tokenizer, max_seq_length, doc_stride, max_query_length)
+    return encode_qa([_as_span(q) for q in questions], tokenizer, max_seq_length, doc_stride, max_query_length)
 
 
 def decode(starts: list, ends: list, enc, questions: list, n_best: int = 20, max_answer_length: int = 30,
            null_threshold: float | None = None) -> list[dict]:
     """Per question {"text", "nbest": [{"text", "score"}], "null_score"}; null_threshold None: never ""."""
-    ranked = decode_qa(starts, ends, enc, [_as_biomed(q) for q in questions], n_best, max_answer_length)
+    ranked = decode_qa(starts, ends, enc, [_as_span(q) for q in questions], n_best, max_answer_length)
     null = [float("inf")] * len(questions)
     for s_log, e_log, (qi, _, _) in zip(starts, ends, enc.rows):
         null[qi] = min(null[qi], float(s_log[0] + e_log[0]))

@@ -1,5 +1,5 @@
-"""`generate`: the offline data of the pipeline, from the embedded corpus (megazoo.core.data.corpus,
-the standard library's documentation as prose). Generated data, not SQuAD.
+"""The `data` stage: the offline data of the pipeline, from the embedded corpus
+(megazoo.core.data.corpus, the standard library's documentation as prose). Generated data, not SQuAD.
 
     OUT/train.json       SQuAD v1.1: what the answer extractor, the question generator and the
                          filter's QA model are trained on (Puri et al. train them on SQuAD, human

@@ -14,19 +14,13 @@ from megazoo.tasks.synthetic_qa.squad import Question
 
 
 def load_decoder(checkpoint, dtype=None):
-    """(model, Hugging Face tokenizer) of a decoder checkpoint in one process; dtype None: the
-    checkpoint's (fp32)."""
-    from transformers import AutoTokenizer
+    """(model, Hugging Face tokenizer) of a decoder checkpoint in one process, through the
+    task-evaluation kit (a training run or its checkpoints/, an import-hf or a Hugging Face folder);
+    dtype None: the checkpoint's (fp32), else the weights cast to it (bf16 sampling)."""
+    from megazoo.eval.taskkit import load_decoder as load
 
-    from megazoo.eval.loading import load_lm
-    from megazoo.zoo.io import tokenizer_dir
-
-    from pathlib import Path
-
-    if (Path(checkpoint) / "checkpoints").is_dir() and not (Path(checkpoint) / "model.yaml").is_file():
-        checkpoint = Path(checkpoint) / "checkpoints"  # a run folder: its checkpoints
-    lm = load_lm(checkpoint, dtype=dtype)
-    return lm.model, AutoTokenizer.from_pretrained(str(tokenizer_dir(checkpoint)))
+    model, tokenizer = load(checkpoint, use="question generation")
+    return (model if dtype is None else model.to(dtype)), tokenizer
 
 
 def sample_questions(model, tokenizer, prompts: list[str], samples: int, top_k: int = 0, top_p: float = 0.9,

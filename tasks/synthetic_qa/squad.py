@@ -16,6 +16,7 @@ from pathlib import Path
 
 from megazoo.core.fs import write_json_atomic
 from megazoo.eval.readers.common import LineError
+from megazoo.eval.readers.lined_json import load_lined_json
 
 
 class SquadFormatError(LineError):
@@ -55,12 +56,8 @@ class SquadFile:
 
 
 def _lined_json(path):
-    from megazoo.tasks.biomed.data import BiomedFormatError, load_json_lines
-
-    try:
-        return load_json_lines(path)
-    except BiomedFormatError as e:  # the same `file:line: problem`, under this package's name
-        raise SquadFormatError(e.path, e.line, e.problem) from None
+    """The file's JSON, each object knowing its line; a format problem is a SquadFormatError."""
+    return load_lined_json(path, "SQuAD-v1.1 JSON", SquadFormatError)
 
 
 def _get(obj, key: str, kind, path, what: str, default=None):

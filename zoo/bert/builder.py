@@ -40,6 +40,9 @@ def bert_sample(item: dict) -> dict[str, torch.Tensor]:
 
 class BertBuilder(ModelBuilder):
     own_data = True  # masked-LM + sentence-order samples
+    config_class, model_class = BertConfig, BertModel
+    hf_model_types = ("bert", "megatron-bert")
+
     def __init__(self, model: dict, recompute: str = "none"):
         self.arch, kwargs = parse_model_section(model, BertConfig, "bert")
         if kwargs.get("task_head", "none") == "none":
@@ -110,5 +113,4 @@ class BertBuilder(ModelBuilder):
         return loss
 
 
-def build(model: dict, recompute: str = "none") -> BertBuilder:
-    return BertBuilder(model, recompute)
+build = BertBuilder  # the registered entry (bert): build(model, recompute) -> BertBuilder

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from megazoo.core.nn.config import TransformerConfig
 from megazoo.core.parallel.embedding import padded_vocab_size
 
-# fine-tuning heads on the last stage (zoo/heads.py); "none": the encoder with its pretraining heads
+# fine-tuning heads on the last stage (zoo/heads/); "none": the encoder with its pretraining heads
 TASK_HEADS = ("none", "sequence", "token", "span", "choice")
 
 
@@ -23,7 +23,7 @@ class BertConfig(TransformerConfig):
     activation: str = "gelu_exact"  # BERT's "gelu" is the exact erf form
     causal: bool = False
     pooling: str = "none"  # none | mean | cls: BertOutput.embedding, a sentence vector (bi-encoders, zoo/pooling.py)
-    task_head: str = "none"  # none | sequence | token | span | choice (zoo/heads.py)
+    task_head: str = "none"  # none | sequence | token | span | choice (zoo/heads/)
     num_labels: int = 2  # classes of a sequence/token head (1: regression); span: 2; choice: unused (1 logit)
     label_names: list[str] = field(default_factory=list)  # optional class names in id order (HF id2label)
     # pretraining data (core/data/bert.py): Megatron's whole-word n-gram masking, or "token"

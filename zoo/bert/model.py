@@ -2,7 +2,7 @@
 
 A BertModel is one pipeline stage, as GPTModel: `pre_process` (word, position and token-type
 embeddings) on the first stage, `post_process` (final norm, masked-LM head, pooler, binary head,
-a fine-tuning head of zoo/heads.py) on the last, global layer range `layers=(start, stop)`; layers
+a fine-tuning head of zoo/heads/) on the last, global layer range `layers=(start, stop)`; layers
 are keyed by their global index.
 Batch-first at the edges, [s, b, h] inside (s / tp under sequence parallelism).
 """
@@ -39,7 +39,7 @@ class BertOutput:
     lm_loss: torch.Tensor | None = None  # [b, s] per-token masked-LM loss (with labels; 0 where -100)
     binary_logits: torch.Tensor | None = None  # [b, 2]
     embedding: torch.Tensor | None = None  # [b, h] fp32 sentence vector when cfg.pooling is mean or cls
-    logits: torch.Tensor | None = None  # the task head's (zoo/heads.py): sequence [b, n], token [b, s, n],
+    logits: torch.Tensor | None = None  # the task head's (zoo/heads/): sequence [b, n], token [b, s, n],
     #                                     span [b, s, 2], choice [b*C]
 
 

@@ -26,7 +26,8 @@ LAYOUTS = {"gpt": gpt2_layout, "llama": llama_layout}
 
 
 class GPTBuilder(ModelBuilder):
-    context_parallel = True  # its stages take a sequence split over parallel.cp (checked before ranks start)
+    config_class, model_class = GPTConfig, GPTModel
+    hf_model_types = ("gpt2", "llama", "mixtral")
 
     def __init__(self, model: dict, recompute: str = "none"):
         self.arch, kwargs = parse_model_section(model, GPTConfig, "gpt")
@@ -62,5 +63,4 @@ class GPTBuilder(ModelBuilder):
         return self.config.shape(self.arch)
 
 
-def build(model: dict, recompute: str = "none") -> GPTBuilder:
-    return GPTBuilder(model, recompute)
+build = GPTBuilder  # the registered entry (gpt, llama): build(model, recompute) -> GPTBuilder

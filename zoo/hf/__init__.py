@@ -23,9 +23,10 @@ from megazoo.zoo.hf import bert, gpt2, llama, megatron_bert, mixtral, t5
 from megazoo.zoo.hf.common import HFExportError, HFImportError, HFSource, apply_rules, add_prefix, invert_rules, read_hf
 from megazoo.zoo.hf.heads import pad_heads as _pad_heads
 from megazoo.zoo.hf.heads import unpad_heads
-from megazoo.zoo.hf.models import ARCHS, LayoutError, build_model, check_layout, config_from_dict
+from megazoo.zoo.hf.models import LayoutError, build_model, check_layout, config_from_dict
 from megazoo.zoo.hf.shard import expected_shapes, gather_full_state, load_full_state, stage_layers
 from megazoo.zoo.hf.writer import atomic_folder, copy_tokenizer, write_weights
+from megazoo.zoo.registry import builder_class, registered
 
 ADAPTERS = {m.MODEL_TYPE: m for m in (bert, gpt2, llama, megatron_bert, mixtral, t5)}
 SUPPORTED_MODEL_TYPES = sorted(ADAPTERS)
@@ -40,16 +41,16 @@ def split_adapters(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tens
 
 
 def adapter_for(arch: str, cfg):
-    """The HF adapter that exports a megazoo (arch, config)."""
-    if arch in ("gpt", "llama"):
-        if getattr(cfg, "moe", None) is not None:  # experts: Mixtral
-            return mixtral
-        return llama if cfg.position == "rope" else gpt2
-    if arch == "bert":  # the original post-LN BERT, or Megatron's pre-LN one
-        return bert if cfg.post_norm else megatron_bert
-    if arch == "t5":
-        return t5
-    raise HFExportError(f"architecture {arch!r} has no Hugging Face export; exportable: {', '.join(ARCHS)}")
+    """The HF adapter that exports a megazoo (arch, config): of the model types its builder converts
+    (zoo/registry.py), the one whose adapter `exports(cfg)` (GPT-2, Llama or Mixtral for a decoder,
+    by its positions and experts; BERT or Megatron-BERT by its norm placement)."""
+    names = registered()
+    if arch in names:
+        found = [ADAPTERS[t] for t in builder_class(arch).hf_model_types if ADAPTERS[t].exports(cfg)]
+        if found:
+            return found[0]
+    exportable = [a for a in names if builder_class(a).hf_model_types]
+    raise HFExportError(f"architecture {arch!r} has no Hugging Face export; exportable: {', '.join(exportable)}")
 
 
 def convert_from_hf(src, gguf_file: str | None = None, source: HFSource | None = None):

@@ -4,7 +4,7 @@ BERT in the post-LN layout.
 
 Which heads exist is read from the weights: the masked-LM head (cls.predictions), the pooler
 (pooler.dense), the next-sentence head (cls.seq_relationship), a task head (classifier,
-qa_outputs: zoo/heads.py); `architectures` tells a sequence classifier from a multiple-choice one
+qa_outputs: zoo/heads/); `architectures` tells a sequence classifier from a multiple-choice one
 (both a pooler and a classifier). HF's "gelu" is the exact GELU.
 Megatron's pre-LN BERT maps to HF's MegatronBert classes instead (megatron_bert.py); both share
 the embedding and head rules below.
@@ -27,6 +27,11 @@ ACT_TO_HF = {"gelu_exact": "gelu", "gelu": "gelu_new"}
 TASK_CLASSES = {"sequence": "ForSequenceClassification", "token": "ForTokenClassification",
                 "span": "ForQuestionAnswering", "choice": "ForMultipleChoice"}
 TASK_TENSOR = {"sequence": "classifier", "token": "classifier", "span": "qa_outputs", "choice": "classifier"}
+
+
+def exports(cfg: BertConfig) -> bool:
+    """Whether this adapter writes the export of `cfg`: the original post-LN BERT."""
+    return bool(cfg.post_norm)
 
 
 def check_hf_config(c) -> None:

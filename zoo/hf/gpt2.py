@@ -20,6 +20,11 @@ ACT_TO_MZ = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "gelu": "gelu_exac
 ACT_TO_HF = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu"}
 
 
+def exports(cfg: GPTConfig) -> bool:
+    """Whether this adapter writes the export of `cfg`: a dense decoder without rotary positions."""
+    return cfg.moe is None and cfg.position != "rope"
+
+
 def config_from_hf(c, keys) -> GPTConfig:
     if c.activation_function not in ACT_TO_MZ:
         raise HFImportError(f"GPT-2 activation {c.activation_function!r} is not supported; supported: {sorted(ACT_TO_MZ)}")

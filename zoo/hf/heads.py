@@ -12,6 +12,7 @@ import re
 
 import torch
 
+from megazoo.core.plan.traits import TRAITS
 from megazoo.zoo.hf.shard import LayoutError
 
 _QKV = re.compile(r"^(.*\battn)\.qkv\.(weight|bias)$")
@@ -22,8 +23,9 @@ def padded_kv_heads(num_kv_heads: int, tp: int) -> int:
 
 
 def _check(arch: str):
-    if arch not in ("gpt", "llama", "bert"):
-        raise LayoutError(f"head padding supports gpt, llama and bert models, not {arch!r}")
+    if arch not in TRAITS or not TRAITS[arch].head_padding:
+        able = [name for name, t in TRAITS.items() if t.head_padding]
+        raise LayoutError(f"head padding supports {', '.join(able[:-1])} and {able[-1]} models, not {arch!r}")
 
 
 def pad_heads(arch: str, cfg, state: dict[str, torch.Tensor], tp: int):

@@ -17,6 +17,11 @@ ARCH = "llama"
 PREFIX = "model."
 
 
+def exports(cfg: GPTConfig) -> bool:
+    """Whether this adapter writes the export of `cfg`: a dense decoder with rotary positions."""
+    return cfg.moe is None and cfg.position == "rope"
+
+
 def _rope_theta(c) -> float:
     params = getattr(c, "rope_parameters", None) or {}
     scaling = getattr(c, "rope_scaling", None) or {}

@@ -20,6 +20,11 @@ ARCH = "bert"
 PREFIX = "bert."
 
 
+def exports(cfg: BertConfig) -> bool:
+    """Whether this adapter writes the export of `cfg`: Megatron's pre-LN BERT."""
+    return not cfg.post_norm
+
+
 def config_from_hf(c, keys) -> BertConfig:
     return megatron_bert(**config_kwargs(c, keys))
 

@@ -28,6 +28,11 @@ PREFIX = "model."
 _LEGACY = re.compile(r"^(.*\.layers\.\d+\.)block_sparse_moe\.experts\.(\d+)\.(w[123])\.weight$")
 
 
+def exports(cfg: GPTConfig) -> bool:
+    """Whether this adapter writes the export of `cfg`: a decoder with experts."""
+    return cfg.moe is not None
+
+
 def config_from_hf(c, keys) -> GPTConfig:
     if c.hidden_act != "silu":
         raise HFImportError(f"Mixtral hidden_act {c.hidden_act!r} is not supported (megazoo's SwiGLU uses silu)")

@@ -17,6 +17,11 @@ ARCH = "t5"
 PREFIX = ""
 
 
+def exports(cfg: T5Config) -> bool:
+    """Whether this adapter writes the export of `cfg`: every T5."""
+    return True
+
+
 def config_from_hf(c, keys) -> T5Config:
     act = getattr(c, "dense_act_fn", "relu")
     gated = getattr(c, "is_gated_act", False)

@@ -41,6 +41,8 @@ def t5_sample(item: dict) -> dict[str, torch.Tensor]:
 class T5Builder(ModelBuilder):
     own_data = True  # span-corruption samples
     tokenizer_extra_ids = SENTINELS  # the trainer builds data.tokenizer with this many sentinels
+    config_class, model_class = T5Config, T5Model
+    hf_model_types = ("t5",)
 
     def __init__(self, model: dict, recompute: str = "none"):
         self.arch, kwargs = parse_model_section(model, T5Config, "t5")
@@ -90,5 +92,4 @@ class T5Builder(ModelBuilder):
         return tuple(Samples(s, t5_sample) if s is not None else None for s in (splits.train, splits.valid))
 
 
-def build(model: dict, recompute: str = "none") -> T5Builder:
-    return T5Builder(model, recompute)
+build = T5Builder  # the registered entry (t5): build(model, recompute) -> T5Builder

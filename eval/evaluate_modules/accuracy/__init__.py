@@ -1,1 +1,0 @@
-"""The `accuracy` evaluate module (see accuracy.py)."""

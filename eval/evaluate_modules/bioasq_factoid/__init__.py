@@ -1,1 +1,0 @@
-"""The `bioasq_factoid` evaluate module (see bioasq_factoid.py)."""

@@ -1,1 +1,0 @@
-"""The `bleu` evaluate module (see bleu.py)."""

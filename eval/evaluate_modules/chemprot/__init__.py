@@ -1,1 +1,0 @@
-"""The `chemprot` evaluate module (see chemprot.py)."""

@@ -1,1 +1,0 @@
-"""The `dialogue_f1` evaluate module (see dialogue_f1.py)."""

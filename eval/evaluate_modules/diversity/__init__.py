@@ -1,1 +1,0 @@
-"""The `diversity` evaluate module (see diversity.py)."""

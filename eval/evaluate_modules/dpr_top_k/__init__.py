@@ -1,1 +1,0 @@
-"""The `dpr_top_k` evaluate module (see dpr_top_k.py)."""

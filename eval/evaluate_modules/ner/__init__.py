@@ -1,1 +1,0 @@
-"""The `ner` evaluate module (see ner.py)."""

@@ -1,1 +1,0 @@
-"""The `perplexity` evaluate module (see perplexity.py)."""

@@ -1,1 +1,0 @@
-"""The `roc_auc` evaluate module (see roc_auc.py)."""

@@ -1,1 +1,0 @@
-"""The `rouge_l` evaluate module (see rouge_l.py)."""

@@ -1,1 +1,0 @@
-"""The `squad` evaluate module (see squad.py)."""

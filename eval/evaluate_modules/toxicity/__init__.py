@@ -1,1 +1,0 @@
-"""The `toxicity` evaluate module (see toxicity.py)."""

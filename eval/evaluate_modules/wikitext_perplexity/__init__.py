@@ -1,1 +1,0 @@
-"""The `wikitext_perplexity` evaluate module (see wikitext_perplexity.py)."""
