@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from megazoo.eval.readers.common import ReaderError
-from megazoo.tasks.race.files import MissingFile
+from megazoo.eval.readers.common import MissingFile
 
 NUM_CHOICES = 4
 LETTERS = "ABCD"

@@ -23,9 +23,10 @@ import torch
 
 from megazoo.core.fs import inside
 from megazoo.eval.metrics import accuracy
+from megazoo.eval.readers.common import MissingFile
 from megazoo.eval.taskkit import predictions_path
 from megazoo.tasks.race.data import LEVELS, NUM_CHOICES
-from megazoo.tasks.race.files import PREDICTIONS, MissingFile, read_json
+from megazoo.tasks.race.files import PREDICTIONS, read_json
 
 
 def race_accuracy(predictions: Sequence[int], labels: Sequence[int], levels: Sequence[str]) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from megazoo.tasks.race.evaluate import predictions_record
-from megazoo.tasks.race.files import MissingFile
+from megazoo.eval.readers.common import MissingFile
 
 
 def predict_split(builder, chunks, ctx, data, split: str | None, tokenizer, batch: int = 8,

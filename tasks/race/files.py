@@ -3,7 +3,6 @@ the output policy).
 
     PREDICTIONS            -> ".jsonl": evaluate and ensemble write FILE.predictions.jsonl beside --out
     read_json(path, what)  -> the object, or a one-line ValueError `file:line: problem`
-    MissingFile(message)   -> a FileNotFoundError the boundary reports as a user's mistake (exit 2)
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ import json
 import os
 
 from megazoo.core.fs import read_utf8  # `file:line: not valid UTF-8 ...` (a ValueError)
-from megazoo.eval.readers.common import MissingFile  # noqa: F401 (the race readers raise it)
 
 PREDICTIONS = ".jsonl"  # the predictions file's format (eval/taskkit.py predictions_path)
 
