@@ -18,8 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from megazoo.eval.readers.common import ReaderError
-from megazoo.eval.readers.common import MissingFile
+from megazoo.eval.readers.common import MissingFile, ReaderError
 
 NUM_CHOICES = 4
 LETTERS = "ABCD"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from megazoo.tasks.race.evaluate import predictions_record
 from megazoo.eval.readers.common import MissingFile
+from megazoo.tasks.race.evaluate import predictions_record
 
 
 def predict_split(builder, chunks, ctx, data, split: str | None, tokenizer, batch: int = 8,
