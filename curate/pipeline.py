@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from megazoo.core.fs import atomic_folder, resolve, write_json_atomic
+from megazoo.core.fs import atomic_folder, resolve, resumable_folder, write_json_atomic
 from megazoo.curate.errors import CurateError
 from megazoo.curate.settings import check_stage_config
 from megazoo.curate.shards import SETTINGS_FILE, list_shards
@@ -135,30 +135,11 @@ def run_stage(name: str, cfg: dict | None, in_dir, out_dir, key: str, executor, 
             return _run(name, cfg, in_dir, tmp, key, executor, progress, final=final, previous=out_dir)
     if state == "resume":
         return _run(name, cfg, in_dir, out_dir, key, executor, progress, final=final)
-    made = not os.path.lexists(out_dir)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    try:
-        write_json_atomic(Path(out_dir) / SETTINGS_FILE, settings)
+    # a new or empty folder: an error (a malformed shard, a bad tokenizer) leaves nothing behind, a
+    # kill keeps the shards written so far for the rerun
+    with resumable_folder(out_dir) as out:
+        write_json_atomic(out / SETTINGS_FILE, settings)
         return _run(name, cfg, in_dir, out_dir, key, executor, progress, final=final)
-    except Exception:
-        # an error (a malformed shard, a bad tokenizer) leaves nothing behind: everything in the
-        # folder was made by this run. A kill (KeyboardInterrupt, a signal) keeps it for the rerun.
-        _remove_new(Path(out_dir), made)
-        raise
-
-
-def _remove_new(out: Path, made: bool) -> None:
-    """Remove what this run wrote into a stage folder that was missing (`made`) or empty before it."""
-    import shutil
-
-    if made:
-        shutil.rmtree(out, ignore_errors=True)
-        return
-    for child in out.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
 
 
 def _run(name: str, cfg: dict, in_dir: str, out_dir, key: str, executor, progress: bool, final, previous=None):

@@ -221,5 +221,7 @@ def load_hf_tokenizer(folder: str | os.PathLike, gguf_file: str | None = None):
     `gguf_file`: the tokenizer inside that one .gguf file of the folder (SmolLM2's offline package)."""
     from transformers import AutoTokenizer
 
-    kw = {"gguf_file": gguf_file} if gguf_file else {}
-    return AutoTokenizer.from_pretrained(str(folder), **kw)
+    from megazoo.zoo.hf.gguf import hf_folder
+
+    folder = hf_folder(folder, gguf_file) if gguf_file else folder  # read once, from megazoo's cache after
+    return AutoTokenizer.from_pretrained(str(folder))

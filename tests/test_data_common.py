@@ -12,9 +12,10 @@ import pytest
 from megazoo.core.data.indexed import IndexedDatasetWriter
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def data_cache(tmp_path_factory):
-    """A private MEGAZOO_CACHE for the whole session (tokenizer copies, corpus, indices)."""
+    """A private MEGAZOO_CACHE for the module (tokenizer copies, corpus, indices), set back when the
+    module is done so that other modules find the user's cache (a dequantised GGUF, say)."""
     path = tmp_path_factory.mktemp("megazoo_cache")
     old = os.environ.get("MEGAZOO_CACHE")
     os.environ["MEGAZOO_CACHE"] = str(path)
@@ -25,14 +26,14 @@ def data_cache(tmp_path_factory):
         os.environ["MEGAZOO_CACHE"] = old
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def gpt2(data_cache):
     from megazoo.core.data.tokenizers import build_tokenizer
 
     return build_tokenizer("gpt2")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def bert(data_cache):
     from megazoo.core.data.tokenizers import build_tokenizer
 

@@ -1,7 +1,8 @@
 """The dialogue readers on hand-made fixtures: Wizard of Wikipedia (ParlAI JSON), Wizard of Internet
 (JSONL) and conversation JSONL flattened to Megatron's 4-field TSV as its preprocessing does (one
 sample per wizard turn after the first, history of every earlier turn, checked sentence or
-no_passages_used); the TSV round trip; the bad inputs the issue names, each one `file:line: problem`."""
+no_passages_used); the TSV round trip; the bad inputs the issue names, each one `file:line: problem` (a bad dialogue of a
+WoW array, streamed without counting lines: `file: item N: problem`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from megazoo.eval.readers.common import LineError
+from megazoo.eval.readers.json_stream import ItemError
 from megazoo.tasks.dialogue.data import (read_any, read_conversations, read_tsv, read_woi, read_wow,
                                           write_tsv)
 
@@ -28,8 +30,7 @@ def test_wow_flattened_as_megatron_does():
         ("Swing music", ["Do you like jazz? It started in New Orleans.", "Yes, I play it on the piano."],
          "Swing uses a strong rhythm section.", "Swing and blues notes are part of it."),
     ]
-    lines = (FIX / "wow.json").read_text().split("\n")
-    assert "The blue whale is the biggest" in lines[samples[0].line - 1]  # the wizard turn's own line
+    assert [(s.item, s.line) for s in samples] == [(1, 0), (1, 0), (2, 0)]  # the dialogue's number; no line
 
 
 def test_woi_flattened_with_selected_sentences_and_search_topic():
@@ -69,23 +70,20 @@ def _wow(tmp_path, dialogues) -> Path:
     return path
 
 
-def test_wow_dialogue_without_dialog_names_file_and_line(tmp_path):
+def test_wow_dialogue_without_dialog_names_file_and_item(tmp_path):
     path = _wow(tmp_path, [{"chosen_topic": "a", "dialog": [{"speaker": "0_Wizard", "text": "hi"}]},
                            {"chosen_topic": "b", "persona": "x"}])
-    with pytest.raises(LineError) as e:
+    with pytest.raises(ItemError) as e:
         read_wow(path)
-    line = [i for i, s in enumerate(path.read_text().split("\n"), 1) if '"b"' in s][0] - 1  # its opening brace
-    assert str(e.value) == f'{path}:{line}: dialogue 2 has no "dialog" (the list of turns)'
+    assert str(e.value) == f'{path}: item 2: dialogue 2 has no "dialog" (the list of turns)'
 
 
-def test_wow_turn_without_text_names_its_line(tmp_path):
+def test_wow_turn_without_text_names_its_item_and_turn(tmp_path):
     path = _wow(tmp_path, [{"chosen_topic": "a", "dialog": [{"speaker": "1_Apprentice", "text": "hi"},
                                                             {"speaker": "0_Wizard", "checked_sentence": {}}]}])
-    with pytest.raises(LineError) as e:
+    with pytest.raises(ItemError) as e:
         read_wow(path)
-    lines = path.read_text().split("\n")
-    line = max(i for i, s in enumerate(lines, 1) if s.strip() == "{")  # the second turn's opening brace
-    assert str(e.value) == f'{path}:{line}: dialogue 1 turn 2 has no "text"'
+    assert str(e.value) == f'{path}: item 1: dialogue 1 turn 2 has no "text"'
 
 
 def test_conversation_and_woi_turn_without_text(tmp_path):

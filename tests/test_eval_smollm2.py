@@ -5,7 +5,6 @@ corpus, and through lm-eval the megazoo backend equals lm-eval's own `hf` backen
 import math
 
 import pytest
-import torch
 
 from tests.zoo_pretrained import smollm2
 
@@ -17,16 +16,13 @@ if SMOL is None:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from megazoo.eval.corpus_tasks import corpus_task_files
     from megazoo.eval.lm import HFCausalLM, MegazooLM
     from megazoo.zoo.hf import import_hf
+    from tests.zoo_pretrained import smollm2_hf
 
-    folder, gguf = SMOL
-    tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
-    hf = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, torch_dtype=torch.float32).eval()
-    ours = import_hf(str(folder), gguf_file=gguf)
+    hf, tok = smollm2_hf()
+    ours = import_hf(hf)  # converted in memory
     tmp = tmp_path_factory.mktemp("smol")
     files = corpus_task_files(tmp / "data", n=10)
     return {"hf": HFCausalLM(hf, tok, max_length=256), "megazoo": MegazooLM(ours, tok, max_length=256),

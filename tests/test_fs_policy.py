@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from megazoo.core.fs import (SCRATCH_MARKER, Declared, OutputRefused, PathRole, atomic_folder, check_paths, enforce,
-                             input_arg, output_arg, sweep_stale, write_text_atomic)
+                             input_arg, output_arg, resumable_folder, sweep_stale, write_text_atomic)
 
 IN = PathRole("input")
 OUT_FILE = PathRole("output", "file")
@@ -169,3 +169,29 @@ def test_an_empty_output_path_is_refused(tmp_path):
     for bad in ("", "  ", "a\0b"):
         with pytest.raises(OutputRefused, match="is not a path"):
             _check([], [(bad, OUT_DIR)])
+
+
+def test_a_resumable_folder_is_removed_on_an_error_and_kept_on_a_kill(tmp_path):
+    new = tmp_path / "new"
+    with pytest.raises(ValueError, match="bad shard"):
+        with resumable_folder(new) as out:
+            (out / "shard-0.jsonl").write_text("done")
+            raise ValueError("bad shard")
+    assert not new.exists()  # made by the run, so removed whole
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError):
+        with resumable_folder(empty) as out:
+            (out / "sub").mkdir()
+            (out / "a").write_text("x")
+            raise ValueError("bad")
+    assert empty.is_dir() and list(empty.iterdir()) == []  # the user's empty folder stays
+    with pytest.raises(KeyboardInterrupt):
+        with resumable_folder(new) as out:
+            (out / "shard-0.jsonl").write_text("done")
+            raise KeyboardInterrupt
+    assert (new / "shard-0.jsonl").read_text() == "done"  # a kill keeps the work for the rerun
+    with pytest.raises(FileExistsError, match="not empty"):
+        with resumable_folder(new):
+            pass
+    assert (new / "shard-0.jsonl").read_text() == "done"

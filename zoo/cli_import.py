@@ -73,10 +73,10 @@ def import_checkpoint(hf_dir, out, tp: int = 1, pp: int = 1, sp: bool = False, g
             extra["heads_padded_from"] = original
     check_layout(arch, cfg, tp, pp)
     tokenizer = source.path
-    if source.gguf_file is not None:
+    if source.gguf_file is not None:  # saved whole, as transformers writes it (its folder is megazoo's cache)
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
+        tokenizer = AutoTokenizer.from_pretrained(source.path)
     save_model(out, arch, cfg, state, tokenizer=tokenizer, overwrite=overwrite,
                extra={"source": str(hf_dir), "model_type": source.config.model_type,
                       "parallel": {"tp": tp, "pp": pp, "sp": sp}, **extra})

@@ -18,6 +18,7 @@ def load_decoder(checkpoint, ctx=None, use: str = "generation"):
     from megazoo.core.parallel.pipeline import build_chunks
     from megazoo.core.plan.traits import DECODER, kind_of
     from megazoo.zoo.hf import build_model, config_from_dict, load_full_state
+    from megazoo.zoo.hf.gguf import hf_folder
     from megazoo.zoo.io import is_hf_folder, load_model, tokenizer_dir
 
     path = Path(checkpoint)
@@ -31,14 +32,10 @@ def load_decoder(checkpoint, ctx=None, use: str = "generation"):
     else:
         chunks = build_chunks(lambda **kw: build_model(arch, cfg, ctx, **kw), cfg.num_layers, ctx)
         model = [load_full_state(c, state, ctx).eval() for c in chunks]
-    kw = {}
     if is_hf_folder(path):
-        tok_path = path
-        ggufs = sorted(p.name for p in path.glob("*.gguf"))
-        if not (path / "config.json").is_file() and len(ggufs) == 1:
-            kw["gguf_file"] = ggufs[0]
+        tok_path = hf_folder(path)  # a GGUF's tokenizer: from its dequantised folder in megazoo's cache
     else:
         tok_path = tokenizer_dir(path)
         if tok_path is None:
             raise ValueError(f"{path} has no tokenizer/ folder; import or train it with a tokenizer for {use}")
-    return model, AutoTokenizer.from_pretrained(str(tok_path), **kw)
+    return model, AutoTokenizer.from_pretrained(str(tok_path))

@@ -57,7 +57,7 @@ class Splits(NamedTuple):
 
 
 def _cache_dir(cfg: DataConfig) -> str:
-    from megazoo.core.data.tokenizers import cache_root
+    from megazoo.core.fs import cache_root
 
     return cfg.cache_dir or str(cache_root() / "indices")
 

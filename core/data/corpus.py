@@ -214,7 +214,7 @@ def corpus_prefix(tokenizer, name: str = "stdlib", split_sentences: bool = False
     """
     from megazoo.core.data.indexed import IndexedDatasetWriter, best_dtype, exists
     from megazoo.core.data.text import split_sentences as splitter
-    from megazoo.core.data.tokenizers import cache_root
+    from megazoo.core.fs import cache_root
 
     root = Path(cache_dir) if cache_dir else cache_root() / "corpus"
     key = hashlib.sha1(repr((CORPUS_VERSION, name, members, split_sentences, sys.version,
@@ -243,7 +243,8 @@ def corpus_tokenizer(vocab_size: int = 4096, name: str = "stdlib", model_type: s
     """A small SentencePiece vocabulary trained on the corpus (cached): for tiny models on CPU,
     where GPT-2's 50,257-row embedding would dominate the parameters. Training takes about a
     second and is deterministic (one thread)."""
-    from megazoo.core.data.tokenizers import cache_root, sentencepiece_tokenizer, train_sentencepiece
+    from megazoo.core.data.tokenizers import sentencepiece_tokenizer, train_sentencepiece
+    from megazoo.core.fs import cache_root
 
     root = Path(cache_dir) if cache_dir else cache_root() / "tokenizers"
     key = hashlib.sha1(repr((CORPUS_VERSION, name, vocab_size, model_type, sys.version)).encode()).hexdigest()[:12]

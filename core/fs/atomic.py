@@ -175,3 +175,28 @@ def atomic_folder(out: str | os.PathLike, overwrite: bool = False) -> Iterator[P
     (out / SCRATCH_MARKER).unlink(missing_ok=True)  # after the rename: a killed run's scratch stays marked
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def resumable_folder(out: str | os.PathLike) -> Iterator[Path]:
+    """A folder filled piece by piece so that a killed run can resume (curate's stage shards): `out`
+    must be missing or empty, and is made when missing. An error (an Exception) removes everything
+    written into it, and the folder itself when this call made it, since all of it is this run's; a
+    kill (KeyboardInterrupt, a signal) keeps it for the rerun to resume."""
+    out = Path(out)
+    made = not os.path.lexists(out)
+    if not made and any(out.iterdir()):
+        raise FileExistsError(errno.EEXIST, "exists and is not empty; a resumable folder starts empty", str(out))
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        yield out
+    except Exception:
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            for child in out.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+        raise

@@ -36,9 +36,10 @@ def module_script(name: str) -> str:
 
 
 def default_root() -> Path:
-    """Where generated modules go: $XDG_CACHE_HOME (or ~/.cache) /megazoo/evaluate_modules."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "megazoo" / "evaluate_modules"
+    """Where generated modules go: evaluate_modules in megazoo's cache (core/fs/cache.py)."""
+    from megazoo.core.fs import cache_root
+
+    return cache_root() / "evaluate_modules"
 
 
 def module_path(name: str, root: str | os.PathLike | None = None) -> str:

@@ -5,17 +5,18 @@ nltk's own `nltk.download("wordnet")` needs the network; Debian ships the same P
 things keep nltk's reader from opening that folder as it is: nltk (3.9+) only reads corpora under a
 folder on `nltk.data.path`, and the Debian package leaves out the `lexnames` table (the 45 lexicographer
 file names, fixed since WordNet 1.5). So the first call copies the database files into a cache folder
-(~/.cache/megazoo/wordnet, or $XDG_CACHE_HOME), writes `lexnames` beside them and opens that.
+(`wordnet` in megazoo's cache, core/fs/cache.py), writes `lexnames` beside them and opens that.
 
 Users: METEOR's synonym stage (tasks/dialogue), the knowledge base and antonyms of tasks/story.
 """
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import warnings
 from pathlib import Path
+
+from megazoo.core.fs import atomic_file, cache_root, write_text_atomic
 
 DEBIAN = Path("/usr/share/wordnet")
 _FILES = [f"{kind}.{pos}" for kind in ("data", "index") for pos in ("noun", "verb", "adj", "adv")] + [
@@ -36,11 +37,6 @@ class WordNetMissing(FileNotFoundError):
     """The WordNet database is not installed."""
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "megazoo" / "wordnet"
-
-
 def _prepare(source: Path, target: Path) -> None:
     missing = [name for name in _FILES if not (source / name).is_file()]
     if missing:
@@ -51,12 +47,11 @@ def _prepare(source: Path, target: Path) -> None:
     for name in _FILES:
         src, dst = source / name, target / name
         if not dst.is_file() or dst.stat().st_size != src.stat().st_size:
-            tmp = dst.with_suffix(dst.suffix + ".part")
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, dst)  # a reader never sees half a file
+            with open(src, "rb") as f, atomic_file(dst) as out:  # a reader never sees half a file
+                shutil.copyfileobj(f, out)
     lexnames = "".join(f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n" for i, name in enumerate(_LEXNAMES))
     if not (target / "lexnames").is_file() or (target / "lexnames").read_text() != lexnames:
-        (target / "lexnames").write_text(lexnames)
+        write_text_atomic(target / "lexnames", lexnames)
 
 
 @functools.lru_cache(maxsize=4)
@@ -69,7 +64,7 @@ def load_wordnet(source: str | Path = DEBIAN, cache: str | Path | None = None):
         def map_wn(self, version="wordnet"):
             return None  # this is WordNet 3.0 itself: no mapping to load (nltk would look for its download)
 
-    target = Path(cache) if cache is not None else _cache_root()
+    target = Path(cache) if cache is not None else cache_root() / "wordnet"
     _prepare(Path(source), target)
     if str(target) not in nltk.data.path:
         nltk.data.path.append(str(target))  # nltk reads only under its data path

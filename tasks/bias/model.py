@@ -55,16 +55,11 @@ def _hf_lm(path: Path, max_length: int | None):
 
     from megazoo.eval.lm import HFCausalLM
     from megazoo.eval.taskkit import load_hf_tokenizer
+    from megazoo.zoo.hf.gguf import hf_folder
 
-    kw = {}
-    if not (path / "config.json").is_file():
-        ggufs = sorted(p.name for p in path.glob("*.gguf"))
-        if len(ggufs) != 1:
-            raise ValueError(f"{path}: holds {len(ggufs)} .gguf files and no config.json; keep one GGUF file "
-                             f"in the folder")
-        kw["gguf_file"] = ggufs[0]
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, **kw)
-    return HFCausalLM(model, load_hf_tokenizer(path, **kw), max_length=max_length)
+    folder = hf_folder(path)  # a GGUF: its dequantised folder in megazoo's cache
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+    return HFCausalLM(model, load_hf_tokenizer(folder), max_length=max_length)
 
 
 def load_layout_lm(checkpoint, ctx, max_length: int | None = None):

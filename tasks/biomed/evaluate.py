@@ -12,6 +12,11 @@ the predictions beside it in each kind's usual format:
     ner  FILE.predictions.txt   CoNLL columns `token gold pred`, a blank line between sentences
     re   FILE.predictions.tsv   `id<TAB>gold<TAB>pred`
     qa   FILE.predictions.json  [{"id", "answers": [ranked texts], "scores": [...], "gold": [...]}]
+
+A BioASQ test batch scored per question (`--golden`, bioasq.py) writes the same two files, n the
+golden file's factoid questions, plus n_questions, n_skipped (its list, yesno and summary
+questions) and n_without_prediction in FILE.json; the predictions are one row per question,
+[{"id", "answers": [top 5], "scores": [summed probabilities], "gold": [synonyms]}].
 """
 
 from __future__ import annotations
@@ -69,3 +74,13 @@ def write_evaluation(out: str | os.PathLike, kind: str, examples: list, predicti
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     return write_files(out, "biomed", len(examples), metrics, predictions_content(kind, examples, predictions),
                        ext=FORMATS[kind], kind=kind, **meta)
+
+
+def write_question_evaluation(out: str | os.PathLike, scores, **meta) -> tuple[Path, Path]:
+    """write_evaluation for a BioASQ batch scored per question (`scores`: bioasq.QuestionScores)."""
+    from megazoo.eval.taskkit import write_evaluation as write_files
+
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    return write_files(out, "biomed", scores.n_questions, scores.metrics, scores.rows, ext=FORMATS["qa"], kind="qa",
+                       n_questions=scores.n_questions, n_skipped=scores.n_skipped,
+                       n_without_prediction=scores.n_without_prediction, **meta)

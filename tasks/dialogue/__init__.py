@@ -12,9 +12,9 @@ the stages are `megazoo task dialogue data|train|sample|evaluate` and the extras
 flatten|msdp|perplexity|chat (see cli.py).
 """
 
-from megazoo.tasks.dialogue.data import (Conversation, Sample, Turn, read_any, read_conversations, read_tsv,
-                                          read_woi, read_wow, write_tsv)
+from megazoo.tasks.dialogue.data import (Conversation, Sample, Turn, iter_wow, read_any, read_conversations,
+                                          read_tsv, read_woi, read_wow, write_tsv)
 from megazoo.tasks.dialogue.evaluate import dialogue_metrics, read_generations
 
-__all__ = ["Conversation", "Sample", "Turn", "dialogue_metrics", "read_any", "read_conversations",
+__all__ = ["Conversation", "Sample", "Turn", "dialogue_metrics", "iter_wow", "read_any", "read_conversations",
            "read_generations", "read_tsv", "read_woi", "read_wow", "write_tsv"]

@@ -107,7 +107,7 @@ def run(args) -> int:
     print(file=sys.stderr)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out, "".join(json.dumps({"line": s.line, "text": t}) + "\n" for s, t in zip(samples, texts)))
+    write_text_atomic(out, "".join(json.dumps({**s.where, "text": t}) + "\n" for s, t in zip(samples, texts)))
     if prompts:  # the first prompt as the model saw it, to read
         write_text_atomic(prompt_path(out), prompts[0] + "\n")
     print(f"{len(texts)} {args.stage} generations written to {out}")

@@ -16,21 +16,23 @@
 - Conversations (multi-actor and local-knowledge projects): JSONL {"id", "turns": [{"speaker", "text"}],
   "knowledge": [...]} (optional "topic"); one sample per turn after the first, knowledge joined by spaces.
 
-Every problem raises LineError `file:line: problem` (a WoW array is one line in the official release,
-so its messages also name the dialogue and turn numbers).
+Every problem raises LineError `file:line: problem`, except a bad dialogue of a WoW array (streamed, one
+dialogue at a time, so no line is counted; the official release is one line anyway): ItemError
+`file: item D: dialogue D turn T ...`. A syntax error in a WoW file keeps its line.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from megazoo.core.fs import write_text_atomic
 from megazoo.eval.readers import common
 from megazoo.eval.readers.common import LineError
+from megazoo.eval.readers.json_stream import ItemError, array_items
 from megazoo.eval.metrics.dialogue import NO_PASSAGE
-from megazoo.tasks.dialogue.jsonpos import array_items, object_members
 
 SEP = " [SEP] "
 NO_TOPIC = "no_topic"
@@ -40,7 +42,8 @@ WOW_FILES = ("train.json", "valid_random_split.json", "valid_topic_split.json", 
 
 @dataclass
 class Sample:
-    """One flattened example: the TSV's four fields and where it came from."""
+    """One flattened example: the TSV's four fields and where it came from (`line` in a line-based
+    file; 0 in a WoW JSON array, whose lines are not counted, where `item` is the dialogue's number)."""
 
     topic: str
     turns: list[str]
@@ -48,10 +51,16 @@ class Sample:
     response: str
     path: str = ""
     line: int = 0
+    item: int = 0
 
     @property
     def last_turn(self) -> str:
         return self.turns[-1] if self.turns else ""
+
+    @property
+    def where(self) -> dict:
+        """Where the sample came from, for output rows: {"line": L}, or {"item": D} in a WoW array."""
+        return {"line": self.line} if self.line else {"item": self.item}
 
     def tsv(self) -> str:
         fields = [self.topic, SEP.join(self.turns), self.knowledge, self.response]
@@ -110,36 +119,40 @@ def _string(value, path, line: int, where: str) -> str:
 
 
 # Wizard of Wikipedia --------------------------------------------------------------------------------
-def read_wow(path) -> list[Sample]:
-    """The samples of one Wizard of Wikipedia JSON file (see the module docstring)."""
-    what = "a Wizard of Wikipedia JSON array of dialogues"
-    text = read_text(path, what)
-    start = len(text) - len(text.lstrip())
-    out = []
-    for d, (line, dialogue, pos) in enumerate(array_items(text, start, path, what), start=1):
+WOW_JSON = "a Wizard of Wikipedia JSON array of dialogues"
+
+
+def iter_wow(path) -> Iterator[Sample]:
+    """The samples of one Wizard of Wikipedia JSON file (or its .gz; see the module docstring), one at
+    a time, streamed: time linear in the file, memory bounded by one dialogue
+    (eval/readers/json_stream.py). A problem is `file: item D: dialogue D ...` (ItemError)."""
+    for d, dialogue in array_items(path, WOW_JSON):
         if not isinstance(dialogue, dict):
-            raise LineError(path, line, f"dialogue {d} must be a JSON object, got {type(dialogue).__name__}")
-        members = object_members(text, pos, path, what)
+            raise ItemError(path, d, f"dialogue {d} must be a JSON object, got {type(dialogue).__name__}")
         if "dialog" not in dialogue:
-            raise LineError(path, line, f'dialogue {d} has no "dialog" (the list of turns)')
-        turn_line, turns, turns_pos = members["dialog"]
+            raise ItemError(path, d, f'dialogue {d} has no "dialog" (the list of turns)')
+        turns = dialogue["dialog"]
         if not isinstance(turns, list):
-            raise LineError(path, turn_line, f'dialogue {d}: "dialog" must be a list of turns')
-        topic = dialogue.get("chosen_topic", "")
-        lines = [t_line for t_line, _, _ in array_items(text, turns_pos, path, what)]
-        out += _wow_samples(d, topic, turns, lines, path)
-    return out
+            raise ItemError(path, d, f'dialogue {d}: "dialog" must be a list of turns')
+        yield from _wow_samples(d, dialogue.get("chosen_topic", ""), turns, path)
 
 
-def _wow_samples(d: int, chosen_topic: str, turns: list, lines: list[int], path) -> list[Sample]:
-    history, out = [], []
-    for j, (turn, line) in enumerate(zip(turns, lines)):
+def read_wow(path) -> list[Sample]:
+    """All samples of one Wizard of Wikipedia JSON file (see iter_wow)."""
+    return list(iter_wow(path))
+
+
+def _wow_samples(d: int, chosen_topic: str, turns: list, path) -> Iterator[Sample]:
+    history = []
+    for j, turn in enumerate(turns):
         where = f"dialogue {d} turn {j + 1}"
         if not isinstance(turn, dict):
-            raise LineError(path, line, f"{where} must be a JSON object")
+            raise ItemError(path, d, f"{where} must be a JSON object")
         if "text" not in turn:
-            raise LineError(path, line, f'{where} has no "text"')
-        text = _punctuated(_string(turn["text"], path, line, f'{where} "text"'))
+            raise ItemError(path, d, f'{where} has no "text"')
+        if not isinstance(turn["text"], str):
+            raise ItemError(path, d, f'{where} "text" must be a string, got {type(turn["text"]).__name__}')
+        text = _punctuated(turn["text"])
         speaker = str(turn.get("speaker", "")).lower()
         if j == 0 or "wizard" not in speaker:
             history.append(text)
@@ -147,12 +160,11 @@ def _wow_samples(d: int, chosen_topic: str, turns: list, lines: list[int], path)
         sentences = list((turn.get("checked_sentence") or {}).values())
         passages = list((turn.get("checked_passage") or {}).values())
         if len(sentences) > 1:
-            raise LineError(path, line, f"{where} has {len(sentences)} checked sentences; WoW gives at most one")
+            raise ItemError(path, d, f"{where} has {len(sentences)} checked sentences; WoW gives at most one")
         knowledge = sentences[0] if sentences else NO_PASSAGE
         topic = passages[0] if len(passages) == 1 and passages[0] != NO_PASSAGE else chosen_topic
-        out.append(Sample(topic, list(history), knowledge, text, str(path), line))
+        yield Sample(topic, list(history), knowledge, text, str(path), 0, d)
         history.append(text)
-    return out
 
 
 # Wizard of Internet ---------------------------------------------------------------------------------
@@ -261,10 +273,10 @@ def write_tsv(samples: list[Sample], path) -> Path:
 
 
 def read_any(path) -> list[Sample]:
-    """The samples of any supported file, by its name: .json (WoW), .jsonl (WoI, or conversations
+    """The samples of any supported file, by its name: .json or .json.gz (WoW), .jsonl (WoI, or conversations
     when the first object has "turns"), .tsv / .txt (already flattened)."""
     path = Path(path)
-    if path.suffix == ".json":
+    if path.name.endswith((".json", ".json.gz")):
         return read_wow(path)
     if path.suffix == ".jsonl":
         first = next((ln for ln in read_text(path, "JSONL").split("\n") if ln.strip()), "{}")

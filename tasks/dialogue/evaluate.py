@@ -74,5 +74,5 @@ def per_example(responses: list[str], samples: list) -> list[dict]:
     out = []
     for r, s in zip(responses, samples):
         f1, kf1 = unigram_prf(r, s.response), unigram_prf(r, s.knowledge)
-        out.append({"line": s.line, "response": r, "gold": s.response, "f1": f1 and f1[2], "kf1": kf1 and kf1[2]})
+        out.append({**s.where, "response": r, "gold": s.response, "f1": f1 and f1[2], "kf1": kf1 and kf1[2]})
     return out

@@ -17,8 +17,8 @@ subpackage, the span reader (`task.component: reader|e2e|mss`), all on the core 
 
 from megazoo.eval.metrics import has_answer, top_k_accuracy
 from megazoo.eval.metrics import simple_tokenize as simple_tokens
-from megazoo.tasks.retrieval.data import (Passage, Question, RetrievalFormatError, read_dpr_json, read_passages,
-                                          read_qas, read_qas_csv)
+from megazoo.tasks.retrieval.data import (Passage, Question, RetrievalFormatError, iter_dpr_json, read_dpr_json,
+                                          read_passages, read_qas, read_qas_csv)
 
-__all__ = ["Passage", "Question", "RetrievalFormatError", "has_answer", "read_dpr_json", "read_passages", "read_qas",
+__all__ = ["Passage", "Question", "RetrievalFormatError", "has_answer", "iter_dpr_json", "read_dpr_json", "read_passages", "read_qas",
            "read_qas_csv", "simple_tokens", "top_k_accuracy"]

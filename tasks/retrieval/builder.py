@@ -177,7 +177,7 @@ class RetrievalBuilder(TaskBuilder):
         return train, valid
 
     def _ict_sources(self, data, tokenizer, rows, seed):
-        from megazoo.core.data.tokenizers import cache_root
+        from megazoo.core.fs import cache_root
         from megazoo.core.train.rows import First
         from megazoo.tasks.retrieval.sources import ICTExamples, Shuffled, ict_blocks
 

@@ -2,23 +2,26 @@
 
     psgs_w100.tsv    a header `id<TAB>text<TAB>title`, then one passage per line (header skipped)
     nq-*.json        a JSON array of {"question", "answers": [...], "positive_ctxs": [{"title",
-                     "text", "passage_id", ...}], "negative_ctxs": [...], "hard_negative_ctxs": [...]}
+                     "text", "passage_id", ...}], "negative_ctxs": [...], "hard_negative_ctxs": [...]},
+                     streamed (several GB for nq-train; a .gz is read directly)
     *-test.csv       headerless `question<TAB>['answer', ...]` (a Python list literal; read with
                      ast.literal_eval, never eval)
 
-Every malformed input raises `RetrievalFormatError`, whose message is `file:line: problem`.
+Every malformed input raises `RetrievalFormatError`, whose message is `file:line: problem`; a bad item
+of a JSON array, whose line is not known, raises its subclass RetrievalItemError, `file: item N: problem`.
 """
 
 from __future__ import annotations
 
 import ast
 import csv
-import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from megazoo.eval.readers.common import LineError
+from megazoo.eval.readers.json_stream import ItemError, array_items
 
 HEADER = ("id", "text", "title")
 
@@ -118,67 +121,55 @@ def read_qas_csv(path) -> list[Question]:
     return out
 
 
-def _array_items(path: Path) -> list[tuple[int, object]]:
-    """(line of the item's first character, item) for each element of a JSON array file."""
-    text = path.read_text(encoding="utf-8")
-    dec = json.JSONDecoder()
-    pos = len(text) - len(text.lstrip())
-    if not text[pos:pos + 1] == "[":
-        raise RetrievalFormatError(path, text.count("\n", 0, pos) + 1, "expected a JSON array of questions")
-    pos += 1
-    items = []
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text):
-            raise RetrievalFormatError(path, text.count("\n") + 1, "the JSON array is not closed with ]")
-        if text[pos] == "]":
-            return items
-        line = text.count("\n", 0, pos) + 1
-        try:
-            item, pos = dec.raw_decode(text, pos)
-        except json.JSONDecodeError as e:
-            raise RetrievalFormatError(path, e.lineno, f"invalid JSON: {e.msg}") from None
-        items.append((line, item))
+class RetrievalItemError(ItemError, RetrievalFormatError):
+    """A bad item of a DPR JSON array file, whose line is not known: `file: item N: problem`."""
 
 
-def _contexts(item: dict, key: str, path, line: int) -> list[dict]:
+DPR_JSON = "a DPR nq-*.json file: a JSON array of {question, answers, positive_ctxs, ...}"
+
+
+def _contexts(item: dict, key: str, path, n: int) -> list[dict]:
     ctxs = item.get(key, [])
     if not isinstance(ctxs, list):
-        raise RetrievalFormatError(path, line, f"`{key}` must be a list of {{title, text}} objects")
+        raise RetrievalItemError(path, n, f"`{key}` must be a list of {{title, text}} objects")
     for c in ctxs:
         if not isinstance(c, dict) or not isinstance(c.get("text"), str):
-            raise RetrievalFormatError(path, line, f"an entry of `{key}` has no `text` string")
+            raise RetrievalItemError(path, n, f"an entry of `{key}` has no `text` string")
     return [{"title": str(c.get("title") or ""), "text": c["text"], "passage_id": c.get("passage_id")}
             for c in ctxs]
 
 
-def read_dpr_json(path, need_positive: bool = True) -> list[Question]:
-    """Questions of a DPR `nq-{train,dev}.json` file; `need_positive`: every item must carry
-    `positive_ctxs` with at least one context (training reads positive_ctxs[0], as Megatron)."""
-    path = _exists(path, "a DPR nq-*.json file: a JSON array of {question, answers, positive_ctxs, ...}")
-    out = []
-    for line, item in _array_items(path):
+def iter_dpr_json(path, need_positive: bool = True) -> Iterator[Question]:
+    """The questions of a DPR `nq-{train,dev}.json` file (or its .gz), one at a time, streamed: time
+    linear in the file, memory bounded by one question (eval/readers/json_stream.py).
+    `need_positive`: every item must carry `positive_ctxs` with at least one context (training reads
+    positive_ctxs[0], as Megatron)."""
+    count = 0
+    for n, item in array_items(path, DPR_JSON, RetrievalFormatError, RetrievalItemError):
         if not isinstance(item, dict):
-            raise RetrievalFormatError(path, line, "an item is not a JSON object")
+            raise RetrievalItemError(path, n, f"the item is not a JSON object (got {type(item).__name__})")
         q, answers = item.get("question"), item.get("answers")
         if not isinstance(q, str) or not q.strip():
-            raise RetrievalFormatError(path, line, "the item has no `question` string")
+            raise RetrievalItemError(path, n, "the item has no `question` string")
         if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-            raise RetrievalFormatError(path, line, "`answers` must be a list of strings")
+            raise RetrievalItemError(path, n, "`answers` must be a list of strings")
         if need_positive and not item.get("positive_ctxs"):
-            raise RetrievalFormatError(path, line, "the item has no `positive_ctxs` (a non-empty list); supervised "
-                                                   "training needs a positive passage per question")
-        out.append(Question(q.strip(), answers, _contexts(item, "positive_ctxs", path, line),
-                            _contexts(item, "negative_ctxs", path, line),
-                            _contexts(item, "hard_negative_ctxs", path, line)))
-    if not out:
+            raise RetrievalItemError(path, n, "the item has no `positive_ctxs` (a non-empty list); supervised "
+                                              "training needs a positive passage per question")
+        count += 1
+        yield Question(q.strip(), answers, _contexts(item, "positive_ctxs", path, n),
+                       _contexts(item, "negative_ctxs", path, n), _contexts(item, "hard_negative_ctxs", path, n))
+    if not count:
         raise RetrievalFormatError(path, 1, "the JSON array holds no questions")
-    return out
+
+
+def read_dpr_json(path, need_positive: bool = True) -> list[Question]:
+    """All questions of a DPR `nq-{train,dev}.json` file (see iter_dpr_json)."""
+    return list(iter_dpr_json(path, need_positive))
 
 
 def read_qas(path) -> list[Question]:
-    """Evaluation questions from either DPR layout: `*.json` (positives not needed) or the TSV."""
-    if str(path).endswith(".json"):
+    """Evaluation questions from either DPR layout: `*.json` or `*.json.gz` (positives not needed) or the TSV."""
+    if str(path).endswith((".json", ".json.gz")):
         return read_dpr_json(path, need_positive=False)
     return read_qas_csv(path)

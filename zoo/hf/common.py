@@ -75,7 +75,7 @@ def fused_qkv(name: str, q: str, k: str, v: str, heads: int, kv_heads: int, d: i
 class HFSource:
     config: object  # transformers PretrainedConfig
     state: dict[str, torch.Tensor]
-    path: Path | None = None  # the folder, for tokenizer files
+    path: Path | None = None  # the folder, for tokenizer files (a GGUF's dequantised folder in the cache)
     gguf_file: str | None = None
     extra: dict = field(default_factory=dict)
 
@@ -149,13 +149,18 @@ def read_hf(src, supported: list[str], gguf_file: str | None = None) -> HFSource
         else:
             raise HFImportError(f"{path} has no config.json and no .gguf file: not a Hugging Face model folder")
     if gguf_file is not None:
-        from transformers import AutoConfig, AutoModelForCausalLM
+        from transformers import AutoModelForCausalLM
 
-        config = AutoConfig.from_pretrained(path, gguf_file=gguf_file)
-        _check_type(config.model_type, supported, f"{path / gguf_file}")
-        model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf_file, dtype=torch.float32).eval()
-        return HFSource(model.config, {k: v.detach() for k, v in model.state_dict().items()}, path, gguf_file,
-                        extra={"model": model})  # dequantised once; callers may reuse it
+        from megazoo.zoo.hf.gguf import hf_folder
+
+        try:
+            folder = hf_folder(path, gguf_file)  # dequantised once into megazoo's cache
+        except (ValueError, FileNotFoundError) as e:
+            raise HFImportError(str(e)) from None
+        _check_type(_json(folder / "config.json").get("model_type"), supported, f"{path / gguf_file}")
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        return HFSource(model.config, {k: v.detach() for k, v in model.state_dict().items()}, folder, gguf_file,
+                        extra={"model": model})  # callers may reuse the transformers model
     raw = _json(path / "config.json")
     _check_type(raw.get("model_type"), supported, f"{path / 'config.json'}")
     from transformers import AutoConfig
