@@ -25,7 +25,7 @@ time; the best of --repeats reads; CPU, not wall, because this machine's 2 cores
 time includes waiting for one: both are reported) and peak RSS growth over the smallest size under 500 MiB (bounded
 memory; the worst read). The real files' sizes are projected from their item counts (the papers) times
 the generated files' mean item size, and their read times from the largest size's s/GB. The OLD readers
-(HEAD's tasks/retrieval/data.py and tasks/dialogue/data.py + jsonpos.py, extracted with `git show`
+(commit 09e18ca's tasks/retrieval/data.py and tasks/dialogue/data.py + jsonpos.py, extracted with `git show`
 into a temporary folder) are timed at the small --old-sizes only: they are quadratic.
 Writes bench/readers_results.json, bench/readers_scale.png and bench/readers_results.md; the data
 files are deleted after their read unless --keep.
@@ -52,6 +52,7 @@ MB = 1 << 20
 # mean item size (no authoritative byte count was found; issue #38 says "several GB" and "~0.6 GB")
 REAL = {"dpr": ("biencoder-nq-train.json", 58_880, "questions (DPR paper, table 1; DPR issue #221)"),
         "wow": ("train.json", 18_430, "dialogues (Dinan et al. 2019, table 1)")}
+OLD_COMMIT = "09e18ca"  # the last commit with the quadratic readers
 OLD_FILES = ("tasks/retrieval/data.py", "tasks/dialogue/data.py", "tasks/dialogue/jsonpos.py")
 
 
@@ -147,7 +148,7 @@ def make_file(kind: str, path: Path, megabytes: float, seed: int = 0) -> int:
 
 # ---- one read, in a fresh process ---------------------------------------------------------------
 def _old_reader(kind: str, old_dir: str):
-    """HEAD's read_dpr_json / read_wow, loaded from their files (their imports resolve to the package)."""
+    """The old read_dpr_json / read_wow (OLD_COMMIT), loaded from their files (their imports resolve to the package)."""
     import importlib.util
 
     def load(rel: str, name: str):
@@ -199,7 +200,7 @@ def run_one(kind: str, impl: str, path: Path, old_dir: str) -> dict:
 # ---- the benchmark ----------------------------------------------------------------------------------
 def extract_old(folder: Path) -> None:
     for rel in OLD_FILES:
-        text = subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=ROOT, capture_output=True, text=True, check=True)
+        text = subprocess.run(["git", "show", f"{OLD_COMMIT}:{rel}"], cwd=ROOT, capture_output=True, text=True, check=True)
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text.stdout, encoding="utf-8")
 
@@ -318,7 +319,7 @@ def markdown(result: dict) -> str:
                      f"{f['real_items_source']} x the generated files' mean item size = ~{f['projected_real_gb']:.1f} "
                      f"GB; projected read time ~{f['projected_real_cpu_seconds']:.0f} s on an idle core "
                      f"(~{f['projected_real_seconds']:.0f} s wall here){old}.")
-    lines += ["", "The old readers (HEAD, quadratic: each item counted the newlines from the start of the text) are "
+    lines += ["", f"The old readers (commit {OLD_COMMIT}, quadratic: each item counted the newlines from the start of the text) are "
               "timed at the small sizes only; the issue measured them at 14 / 28 / 57 MB (DPR: 8.7 / 18.5 / 62 s) "
               "and 4.4 / 8.8 / 17.6 MB (WoW: 3.3 / 9.5 / 42 s). Figures from one run on this 2-core machine, "
               f"shared with other work (load average {result['load_average'][0]:.1f} to "
