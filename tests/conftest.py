@@ -69,10 +69,16 @@ def pytest_collection_modifyitems(config, items):
         items.sort(key=lambda item: -per_file[item.nodeid.split("::")[0]])  # stable: in-file order kept
 
 
+def _cores() -> int:
+    """The cores this process may run on (megazoo.core.train.flops.cpu_count, without importing torch
+    into pytest's main process)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: one worker per core, at most 8, and at most one per 4 GiB of available memory (a
     worker may run an 8-rank parity test or a 135M-parameter model beside the other)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = _cores()
     try:
         with open("/proc/meminfo") as f:
             available = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:")) / 2**20
@@ -86,5 +92,4 @@ def pytest_configure(config):
     if workers:  # torch's threads shared out between the workers, so two workers do not fight over 2 cores
         import torch
 
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        torch.set_num_threads(max(1, cores // int(workers)))
+        torch.set_num_threads(max(1, _cores() // int(workers)))

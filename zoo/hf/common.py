@@ -140,18 +140,16 @@ def read_hf(src, supported: list[str], gguf_file: str | None = None) -> HFSource
     path = Path(src)
     if not path.is_dir():
         raise HFImportError(f"{path} is not a folder: pass a Hugging Face model folder (config.json and weights)")
-    ggufs = sorted(p.name for p in path.glob("*.gguf"))
+    from megazoo.zoo.hf.gguf import gguf_name, hf_folder
+
+    try:
+        gguf_file = gguf_name(path, gguf_file)  # without config.json, the folder's one .gguf file
+    except ValueError as e:
+        raise HFImportError(str(e)) from None
     if gguf_file is None and not (path / "config.json").exists():
-        if len(ggufs) == 1:
-            gguf_file = ggufs[0]
-        elif ggufs:
-            raise HFImportError(f"{path} holds several GGUF files {ggufs}; choose one with --gguf-file")
-        else:
-            raise HFImportError(f"{path} has no config.json and no .gguf file: not a Hugging Face model folder")
+        raise HFImportError(f"{path} has no config.json and no .gguf file: not a Hugging Face model folder")
     if gguf_file is not None:
         from transformers import AutoModelForCausalLM
-
-        from megazoo.zoo.hf.gguf import hf_folder
 
         try:
             folder = hf_folder(path, gguf_file)  # dequantised once into megazoo's cache

@@ -20,6 +20,8 @@ import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from megazoo.zoo.hf.common import _first_line
+
 FORMAT = 1  # bump when the folder's contents change
 
 
@@ -86,5 +88,4 @@ def hf_folder(path: str | Path, gguf_file: str | None = None) -> Path:
     try:
         return cached_folder(folder, lambda tmp: _dequantise(path, name, tmp))
     except (ValueError, KeyError, RuntimeError) as e:  # transformers' words for a file it cannot take
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"{file}: transformers cannot read this GGUF file ({first})") from None
+        raise ValueError(f"{file}: transformers cannot read this GGUF file ({_first_line(e)})") from None
