@@ -18,7 +18,7 @@ from pathlib import Path
 
 from megazoo.core.plan import Layout, ModelShape, PlanError, plan, search
 from megazoo.core.plan.hardware import DEFAULT_EFFICIENCY, GPUS
-from megazoo.core.plan.validation import MIXTRAL_SOURCE, published_rows, validation_table
+from megazoo.core.plan.validation import MIXTRAL_SOURCE, published_rows, source_summary, validation_table
 from megazoo.zoo.cards import card_shape, load_card
 from results import write_section as write_results_section  # bench/results.py
 
@@ -26,12 +26,16 @@ HEADING = "## Planner validation (bench/bench_plan.py)"
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
-def count_within(table: list[dict], tol: float = 0.15) -> int:
-    return sum(abs(r["residual"]) <= tol for r in table)
+TOLERANCE = 0.10  # issue 44: every held row within 10% of the figure its source measured
+
+
+def count_within(table: list[dict], tol: float = TOLERANCE) -> int:
+    """Rows within `tol` in the figure each source measured (step time where given, else TFLOP/s or MFU)."""
+    return sum(abs(r["error"]) <= tol for r in table)
 
 
 def sensitivity() -> list[str]:
-    """Rows within 15% when one constant is moved by -30% / +30% (all others unchanged)."""
+    """Rows within 10% when one constant is moved by -30% / +30% (all others unchanged)."""
     out = []
     for f in fields(DEFAULT_EFFICIENCY):
         base = getattr(DEFAULT_EFFICIENCY, f.name)
@@ -51,10 +55,13 @@ def section(table, sens, ranked, dry, seconds, cpu, cp_ep=None) -> str:
     n = count_within(table)
     eff = DEFAULT_EFFICIENCY
     lines = [HEADING, "",
-             f"Peer: the published figures of ../shared/reference/scaling.md and the Megatron-Core MoE README's "
-             f"Mixtral 8x7B figure. {n} of {len(table)} rows within 15% "
-             f"({n / len(table):.0%}; target: 80%), one global set of constants, no per-row fitting. "
-             f"Residual = predicted / published - 1, in each paper's own FLOP convention (Narayanan eq. 3 for "
+             f"Peer: {len(table)} published runs of {len({r['source'] for r in table})} sources "
+             f"(core/plan/published.py: each row cites its table and the settings it assumes). {n} of {len(table)} "
+             f"rows within 10% of the figure each source measured (step time where given, else TFLOP/s or MFU; "
+             f"issue 44's target: every held row; BLOOM 176B is shown, not held: its figure is approximate and its "
+             f"micro-batch unstated), one global set of constants (refit on the whole table, leave-one-source-out "
+             f"below), no per-row fitting. "
+             f"Residual = predicted / published TFLOP/s - 1, in each paper's own FLOP convention (Narayanan eq. 3 for "
              f"the A100 and MT-NLG rows, Megatron-LM's model FLOPs with the full attention core for H100 and "
              f"Mixtral, whose MoE layers count top-2 experts and no router).", "",
              "| source | model on GPUs | tp x pp x dp (vpp) | batch | published TFLOP/s | predicted | residual | GiB/GPU (fits) |",
@@ -87,7 +94,13 @@ def section(table, sens, ranked, dry, seconds, cpu, cp_ep=None) -> str:
                   f"`{f.name}` {getattr(eff, f.name):g}" for f in fields(eff)) + ". GPU table (sustained matmul "
               "TFLOP/s from public measurements): " + ", ".join(f"{g.name} {g.matmul_tflops:g} of {g.peak_tflops:g}"
                                                                for g in GPUS.values()) + ".", "",
-              "Sensitivity (rows within 15% with one constant moved by 30%): " + "; ".join(sens) + ".", "",
+              "Sensitivity (rows within 10% with one constant moved by 30%): " + "; ".join(sens) + ".", "",
+              "| source | rows | mean abs. error | worst |", "|---|---|---|---|"] + [
+              f"| {x['source']} | {x['rows']} | {x['mean_abs_error']:.1%} | {x['worst_abs_error']:.1%} |"
+              for x in source_summary(table)] + ["",
+              "Leave-one-source-out (core/plan/fit.py): the constants refit without each source predict its rows; "
+              "tests/test_plan_validation.py holds every source within 15% that way. The rules behind the DeepSpeed "
+              "pipeline bubble (MT-NLG), the cross-entropy cost and the refit: docs/parallelism.md.", "",
               "Assumptions the papers leave open, one rule for all rows: micro-batch 1; where a paper uses the "
               "interleaved schedule, the smallest number of chunks that divides a stage's layers. MT-NLG ran "
               "DeepSpeed's plain 1F1B pipeline without the scatter/gather optimisation. Largest misses: "
@@ -161,9 +174,9 @@ def cp_ep_lines(table: list[dict]) -> list[str]:
             "backward always exposed) or not.", "",
             "| seq | GPUs | tp | cp | dp | GiB/GPU | activations GiB | TFLOP/s | exposed ring s | TFLOP/s, ring not overlapped |",
             "|---|---|---|---|---|---|---|---|---|---|"] + rows + [
-            "", "No long-context (cp) throughput figure is checked: the published CP tables found (NeMo's "
-            "long-sequence performance, Llama-2-7B / Llama-3-8B with CP) are FP8 runs, which the planner's bf16 "
-            "model does not cover. At small scale the cp and MoE terms are checked against the real model: "
+            "", "One long-context figure is checked above: Llama 3 405B at 128K tokens with cp 16 (Llama 3 paper, "
+            "table 4). The published CP tables of NeMo (Llama-2-7B / Llama-3-8B) are FP8 runs, which the planner's "
+            "bf16 model does not cover. At small scale the cp and MoE terms are checked against the real model: "
             "activations saved per rank at cp 2 and 4 (4 processes, the ring) within 10% "
             "(tests/test_plan_small_scale.py), MoE activations within 10%, and the expert gradient buckets, "
             "sharded over the expert-dp ranks, byte-exact at dp 4 x ep 2.", ""]
@@ -183,7 +196,7 @@ def main() -> None:
     for r in table:
         print(f"{r['label']:24s} tp{r['tp']} pp{r['pp']} dp{r['dp']} v{r['vpp']}: published {r['published_tflops']:6.1f} "
               f"predicted {r['predicted_tflops']:6.1f} residual {r['residual']:+6.1%}")
-    print(f"within 15%: {count_within(table)} / {len(table)}")
+    print(f"within 10%: {count_within(table)} / {len(table)}")
     sens = sensitivity()
     print("\n".join(sens))
     ranked = search(card_shape("mt-nlg-530b"), Layout(gpus=2240, global_batch=1920), "a100-80gb")

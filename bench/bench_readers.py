@@ -1,9 +1,14 @@
-"""Scale curve of the streamed JSON readers (issue #38, point 1): DPR's biencoder-nq-train.json read by
-megazoo.tasks.retrieval's iter_dpr_json and Wizard of Wikipedia's train.json read by
-megazoo.tasks.dialogue's iter_wow, on files GENERATED here in the real files' layouts (not the real
-datasets), at three sizes.
+"""Scale curve of the streamed readers (issue #38, point 1): DPR's biencoder-nq-train.json read by
+megazoo.tasks.retrieval's iter_dpr_json, Wizard of Wikipedia's train.json read by megazoo.tasks.dialogue's
+iter_wow, DPR's psgs_w100.tsv read by megazoo.tasks.retrieval's iter_passages and SQuAD 2.0's
+train-v2.0.json read by megazoo.tasks.synthetic_qa's iter_squad, on files GENERATED here in the real
+files' layouts (not the real datasets), at three sizes.
 
-    python bench/bench_readers.py [--sizes 64,256,1024] [--old-sizes 8,16] [--repeats 3] [--out DIR] [--keep]
+    python bench/bench_readers.py [--formats dpr,wow,psgs,squad] [--sizes 64,256,1024] [--old-sizes 8,16]
+                                  [--repeats 3] [--out DIR] [--keep]
+
+--formats runs only the named formats; the rows of the others are kept from the previous
+bench/readers_results.json, so the files written always hold every format measured.
 
 The layouts, as the releases have them:
 - DPR nq-train: one JSON array pretty-printed with 4-space indents, items {dataset, question,
@@ -15,6 +20,12 @@ The layouts, as the releases have them:
   dialogues, Dinan et al. 2019, table 1), each turn {speaker, text, retrieved_passages: 7 x
   {topic: [4-6 sentences]}, retrieved_topics: 7 titles}, the wizard's turns also checked_sentence
   and checked_passage (ParlAI's wizard_of_wikipedia test fixtures show the same per-turn fields).
+- psgs_w100.tsv: a header `id<TAB>text<TAB>title`, then `id<TAB>"text"<TAB>title` rows (DPR's csv tab
+  dialect quotes the text), ids 1, 2, ..., a ~100-word passage each (about 650 bytes a row).
+- SQuAD 2.0 train: one JSON object on one line (json.dump, ASCII escapes), {"version": "v2.0", "data":
+  [articles]}; an article {title, paragraphs} of ~45 paragraphs {qas, context (~120 words)}, ~5
+  questions each {question, id (24 hex digits), answers [{text, answer_start}], is_impossible}, one in
+  three impossible with plausible_answers instead (train has about twice as many answerable).
 
 Each file is fsynced after it is written (so that writeback does not overlap the reads; the reads then
 come from the page cache: this measures the parser, not the disk). Each read runs in a fresh process
@@ -51,7 +62,12 @@ MB = 1 << 20
 # the real files: item counts from the papers; the bytes are projected from the generated files'
 # mean item size (no authoritative byte count was found; issue #38 says "several GB" and "~0.6 GB")
 REAL = {"dpr": ("biencoder-nq-train.json", 58_880, "questions (DPR paper, table 1; DPR issue #221)"),
-        "wow": ("train.json", 18_430, "dialogues (Dinan et al. 2019, table 1)")}
+        "wow": ("train.json", 18_430, "dialogues (Dinan et al. 2019, table 1)"),
+        "psgs": ("psgs_w100.tsv", 21_015_324, "passages (DPR's release; HF wiki_dpr lists 21,015,300 rows)"),
+        "squad": ("train-v2.0.json", 130_319, "questions (SQuAD 2.0 train; HF squad_v2 card)")}
+NAMES = {"dpr": "DPR nq-train", "wow": "WoW train", "psgs": "DPR psgs_w100.tsv", "squad": "SQuAD 2.0 train"}
+SUFFIX = {"dpr": ".json", "wow": ".json", "psgs": ".tsv", "squad": ".json"}
+OLD_KINDS = ("dpr", "wow")  # the formats whose old reader was quadratic, timed at --old-sizes
 OLD_COMMIT = "09e18ca"  # the last commit with the quadratic readers
 OLD_FILES = ("tasks/retrieval/data.py", "tasks/dialogue/data.py", "tasks/dialogue/jsonpos.py")
 
@@ -119,12 +135,54 @@ def _wow_dialogue(rng, words, passages) -> dict:
             "dialog": turns, "chosen_topic_passage": [_sentence(rng, words, 10, 30) for _ in range(7)]}
 
 
+def _passage(rng, words) -> str:
+    return " ".join(_sentence(rng, words, 15, 25) for _ in range(5))  # ~100 words
+
+
+def _squad_article(rng, words, start_id: int) -> tuple[dict, int]:
+    """An article of ~45 paragraphs of ~5 questions; (article, question count)."""
+    paragraphs, n = [], 0
+    for _ in range(rng.randint(35, 55)):
+        context = " ".join(_sentence(rng, words, 15, 25) for _ in range(6))  # ~120 words
+        qas = []
+        for _ in range(rng.randint(3, 7)):
+            at = rng.randrange(0, len(context) - 30)
+            at = context.rfind(" ", 0, at) + 1
+            text = context[at:at + rng.randint(5, 25)].rstrip()
+            qa = {"question": _sentence(rng, words, 6, 14)[:-1] + "?", "id": f"{start_id + n:024x}"}
+            if rng.random() < 1 / 3:
+                qa.update(plausible_answers=[{"text": text, "answer_start": at}], answers=[], is_impossible=True)
+            else:
+                qa.update(answers=[{"text": text, "answer_start": at}], is_impossible=False)
+            qas.append(qa)
+            n += 1
+        paragraphs.append({"qas": qas, "context": context})
+    return {"title": _title(rng, words).replace(" ", "_"), "paragraphs": paragraphs}, n
+
+
 def make_file(kind: str, path: Path, megabytes: float, seed: int = 0) -> int:
-    """A `kind` ("dpr" or "wow") file of about `megabytes` MiB at `path`; returns the item count."""
+    """A `kind` ("dpr", "wow", "psgs" or "squad") file of about `megabytes` MiB at `path`; returns the item
+    count (questions, dialogues, passages, questions)."""
     rng, words = random.Random(seed), _words()
     size, n, limit = 0, 0, megabytes * MB
-    with open(path, "w", encoding="utf-8") as f:
-        if kind == "dpr":
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        if kind == "psgs":
+            pool = [_passage(rng, words) for _ in range(5000)]
+            titles = [_title(rng, words) for _ in range(2000)]
+            f.write("id\ttext\ttitle\n")
+            while size < limit:
+                text = f'{n + 1}\t"{rng.choice(pool)}"\t{rng.choice(titles)}\n'
+                f.write(text)
+                size, n = size + len(text), n + 1
+        elif kind == "squad":
+            f.write('{"version": "v2.0", "data": [')
+            while size < limit:
+                article, k = _squad_article(rng, words, n)
+                text = (", " if n else "") + json.dumps(article)
+                f.write(text)
+                size, n = size + len(text), n + k
+            f.write("]}")
+        elif kind == "dpr":
             contexts = _dpr_contexts(rng, words)
             f.write("[\n")
             while size < limit:
@@ -169,9 +227,10 @@ def child(kind: str, impl: str, path: str, old_dir: str) -> None:
     or the old reader's list."""
     if impl == "new":
         from megazoo.tasks.dialogue.data import iter_wow
-        from megazoo.tasks.retrieval.data import iter_dpr_json
+        from megazoo.tasks.retrieval.data import iter_dpr_json, iter_passages
+        from megazoo.tasks.synthetic_qa.squad import iter_squad
 
-        reader = iter_dpr_json if kind == "dpr" else iter_wow
+        reader = {"dpr": iter_dpr_json, "wow": iter_wow, "psgs": iter_passages, "squad": iter_squad}[kind]
     else:
         reader = _old_reader(kind, old_dir)
     start, cpu = time.perf_counter(), time.process_time()
@@ -205,15 +264,17 @@ def extract_old(folder: Path) -> None:
         (folder / rel).write_text(text.stdout, encoding="utf-8")
 
 
-def bench(sizes: list[float], old_sizes: list[float], out: Path, keep: bool, repeats: int) -> dict:
+def bench(kinds: list[str], sizes: list[float], old_sizes: list[float], out: Path, keep: bool,
+          repeats: int) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     rows, made = [], {}
     with tempfile.TemporaryDirectory() as old_dir:
         extract_old(Path(old_dir))
-        for kind in ("dpr", "wow"):
-            for impl, mbs in (("old", old_sizes), ("new", sorted(set(old_sizes) | set(sizes)))):
+        for kind in kinds:
+            olds = old_sizes if kind in OLD_KINDS else []
+            for impl, mbs in (("old", olds), ("new", sorted(set(olds) | set(sizes)))):
                 for mb in mbs:
-                    path = out / f"{kind}-{mb:g}MB.json"
+                    path = out / f"{kind}-{mb:g}MB{SUFFIX[kind]}"
                     if path not in made:
                         t0 = time.perf_counter()
                         made[path] = make_file(kind, path, mb)
@@ -233,12 +294,12 @@ def bench(sizes: list[float], old_sizes: list[float], out: Path, keep: bool, rep
                           f"peak RSS {r['peak_rss_mib']:6.0f} MiB, {r['items']} items", flush=True)
                     if impl == "new" and not keep:
                         path.unlink()
-    return summarise(rows, sizes)
+    return rows
 
 
-def summarise(rows: list[dict], sizes: list[float]) -> dict:
+def summarise(rows: list[dict]) -> dict:
     result = {"generated": "synthetic files in the real layouts, not the real datasets", "rows": rows, "formats": {}}
-    for kind in ("dpr", "wow"):
+    for kind in dict.fromkeys(r["kind"] for r in rows):
         scale = [r for r in rows if r["kind"] == kind and r["scale"]]
         base = scale[0]
         for r in scale:
@@ -269,11 +330,11 @@ def plot(result: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for kind, colour in (("dpr", "tab:blue"), ("wow", "tab:orange")):
+    for kind, colour in (("dpr", "tab:blue"), ("wow", "tab:orange"), ("psgs", "tab:green"), ("squad", "tab:red")):
         for impl, style in (("new", "o-"), ("old", "x--")):
             rows = [r for r in result["rows"] if r["kind"] == kind and r["impl"] == impl]
             if rows:
-                label = f"{'DPR nq-train' if kind == 'dpr' else 'WoW train'} ({impl} reader)"
+                label = f"{NAMES[kind]} ({impl} reader)"
                 ax_t.plot([r["mb"] for r in rows], [r["seconds"] for r in rows], style, color=colour, label=label)
                 ax_m.plot([r["mb"] for r in rows], [r["peak_rss_mib"] for r in rows], style, color=colour, label=label)
     for ax, ylabel in ((ax_t, "seconds to read"), (ax_m, "peak RSS of the reading process (MiB)")):
@@ -284,27 +345,37 @@ def plot(result: dict, path: Path) -> None:
     ax_t.set_yscale("log")
     ax_m.set_ylim(bottom=0)
     ax_t.legend(fontsize=8)
-    fig.suptitle("Streamed JSON readers: time and memory against file size (issue #38)")
+    fig.suptitle("Streamed readers: time and memory against file size (issue #38)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
 
+def _size(gb: float) -> str:
+    return f"{gb:.1f} GB" if gb >= 1 else f"{gb * 1024:.0f} MB"
+
+
 def markdown(result: dict) -> str:
-    lines = ["## Streamed JSON readers (bench/bench_readers.py)", "",
+    lines = ["## Streamed readers (bench/bench_readers.py)", "",
              "DPR `biencoder-nq-train.json` read by `iter_dpr_json` and Wizard of Wikipedia `train.json` read by "
-             "`iter_wow` (eval/readers/json_stream.py: ijson's C backend, one item at a time). The files are "
+             "`iter_wow` (eval/readers/json_stream.py: ijson's C backend, one item at a time), DPR `psgs_w100.tsv` "
+             "read by `iter_passages` (csv over lines decoded one at a time, eval/readers/common.py text_lines) and "
+             "SQuAD 2.0 `train-v2.0.json` read by `iter_squad` (eval/readers/lined_json.py member_items: ijson, one "
+             "article at a time). The files are "
              "GENERATED by the script in the real layouts (DPR: 4-space-indented array, 1 positive + 50 negatives "
              "+ 30 hard negatives of ~100 words per question; WoW: one-line array, ~9 turns per dialogue with 7 "
-             "retrieved passages each), not the real datasets. Each file is fsynced once written, so its reads "
+             "retrieved passages each; psgs_w100: `id<TAB>\"text\"<TAB>title` rows of ~100 words; SQuAD: one-line "
+             "object, ~45 paragraphs of ~5 questions per article, a third impossible), not the real datasets. "
+             "Items are questions, dialogues, passages and questions. Each file is fsynced once written, so its reads "
              "come from the page cache (the parser's speed, not the disk's). Each read runs in a fresh process, "
-             f"best of {result['repeats']}; peak RSS is that process's ru_maxrss (getrusage RUSAGE_CHILDREN of a "
-             f"one-child parent), worst of {result['repeats']}.", "",
+             "best of the repeats; peak RSS is that process's ru_maxrss (getrusage RUSAGE_CHILDREN of a "
+             "one-child parent), worst of the repeats. iter_squad keeps the question ids seen (its duplicate check, "
+             "~110 bytes a question: ~14 MB for the real file), so its RSS grows with the questions of the file.", "",
              "| file | reader | MiB | items in the file | yielded | seconds | s/GB | CPU s/GB | peak RSS MiB "
              "| RSS growth MiB |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
         growth = f"{r['rss_growth_mib']:.0f}" if "rss_growth_mib" in r else "-"
         growth = "0" if growth == "-0" else growth
-        name = "DPR nq-train" if r["kind"] == "dpr" else "WoW train"
+        name = NAMES[r["kind"]]
         lines.append(f"| {name} | {r['impl']} | {r['mb']:.1f} | {r['file_items']} | {r['items']} | "
                      f"{r['seconds']:.2f} | {r['s_per_gb']:.1f} | {r['cpu_s_per_gb']:.1f} | "
                      f"{r['peak_rss_mib']:.0f} | {growth} |")
@@ -312,18 +383,20 @@ def markdown(result: dict) -> str:
     for kind, f in result["formats"].items():
         old = (f"; the old reader: ~{f['projected_real_seconds_old'] / 3600:.0f} h, extrapolated as the square of "
                f"the size from its largest read" if "projected_real_seconds_old" in f else "")
-        lines.append(f"- {f['real_file']} ({kind}): CPU s/GB spread {f['cpu_s_per_gb_spread']:.0%} across the sizes "
+        run = result.get("runs", {}).get(kind, {})
+        load = run.get("load_average", result.get("load_average", [0, 0]))
+        lines.append(f"- {f['real_file']} ({kind}; {run.get('repeats', result.get('repeats', 1))} read(s) per size, load "
+                     f"average {load[0]:.1f} to {load[1]:.1f}): CPU s/GB spread {f['cpu_s_per_gb_spread']:.0%} across the sizes "
                      f"({'linear: within 25%' if f['linear'] else 'NOT within 25%'}); wall s/GB spread "
                      f"{f['s_per_gb_spread']:.0%}; peak RSS growth at most {f['max_rss_growth_mib']:.0f} MiB "
                      f"({'under' if f['bounded'] else 'NOT under'} 500 MiB). Real file: {f['real_items']:,} "
-                     f"{f['real_items_source']} x the generated files' mean item size = ~{f['projected_real_gb']:.1f} "
-                     f"GB; projected read time ~{f['projected_real_cpu_seconds']:.0f} s on an idle core "
+                     f"{f['real_items_source']} x the generated files' mean item size = ~{_size(f['projected_real_gb'])}; "
+                     f"projected read time ~{f['projected_real_cpu_seconds']:.0f} s on an idle core "
                      f"(~{f['projected_real_seconds']:.0f} s wall here){old}.")
     lines += ["", f"The old readers (commit {OLD_COMMIT}, quadratic: each item counted the newlines from the start of the text) are "
               "timed at the small sizes only; the issue measured them at 14 / 28 / 57 MB (DPR: 8.7 / 18.5 / 62 s) "
-              "and 4.4 / 8.8 / 17.6 MB (WoW: 3.3 / 9.5 / 42 s). Figures from one run on this 2-core machine, "
-              f"shared with other work (load average {result['load_average'][0]:.1f} to "
-              f"{result['load_average'][1]:.1f} during the run): the wall time includes waiting for a core, so "
+              "and 4.4 / 8.8 / 17.6 MB (WoW: 3.3 / 9.5 / 42 s). Figures from runs on this 2-core machine, "
+              "shared with other work (the load averages above): the wall time includes waiting for a core, so "
               "linearity is judged on the CPU time (user + system) of the reading process.", "",
               "![scale](readers_scale.png)", ""]
     return "\n".join(lines)
@@ -331,6 +404,8 @@ def markdown(result: dict) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--formats", default=",".join(REAL), help="formats to run (default all: dpr,wow,psgs,squad); "
+                   "the others' rows are kept from the previous results")
     p.add_argument("--sizes", default="64,256,1024", help="MiB of the scale-curve files (default 64,256,1024)")
     p.add_argument("--old-sizes", default="8,16", help="MiB at which the old readers are timed too (default 8,16)")
     p.add_argument("--repeats", type=int, default=3, help="reads per file by the new reader; the best time counts")
@@ -345,10 +420,20 @@ def main() -> None:
         return measure(args.measure)
     sizes = [float(s) for s in args.sizes.split(",")]
     old_sizes = [float(s) for s in args.old_sizes.split(",") if s]
+    kinds = [k for k in args.formats.split(",") if k]
+    unknown = sorted(set(kinds) - set(REAL))
+    if unknown:
+        raise SystemExit(f"--formats: unknown {', '.join(unknown)}; use some of {', '.join(REAL)}")
+    previous = HERE / "readers_results.json"
+    old = json.loads(previous.read_text(encoding="utf-8")) if previous.is_file() else {"rows": []}
     load = os.getloadavg()[0]
-    result = bench(sizes, old_sizes, Path(args.out), args.keep, args.repeats)
-    result["load_average"] = [load, os.getloadavg()[0]]  # 1-minute load, at the start and at the end
-    result["repeats"] = args.repeats
+    rows = bench(kinds, sizes, old_sizes, Path(args.out), args.keep, args.repeats)
+    runs = {k: v for k, v in old.get("runs", {}).items() if k not in kinds}
+    for k in {r["kind"] for r in old["rows"]} - set(kinds) - set(runs):  # results written before "runs"
+        runs[k] = {"load_average": old.get("load_average", [0, 0]), "repeats": old.get("repeats", 1)}
+    runs.update({k: {"load_average": [load, os.getloadavg()[0]], "repeats": args.repeats} for k in kinds})
+    result = summarise([r for r in old["rows"] if r["kind"] not in kinds] + rows)
+    result["runs"] = runs  # per format: 1-minute load at the start and the end of its run, reads per size
     (HERE / "readers_results.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     plot(result, HERE / "readers_scale.png")
     (HERE / "readers_results.md").write_text(markdown(result), encoding="utf-8")

@@ -6,6 +6,9 @@ A source is the first folder of a shard's path below the curated folder (shards 
 the source `corpus`). Per source give `weight` (a share of the training samples) or `epochs` (how
 many times its tokens are seen: its weight becomes epochs x tokens, normalised - MT-NLG's table of
 datasets lists epochs per source this way); sources not listed get weight by their tokens.
+`preset: mt-nlg` with `map: {DATASET: SOURCE}` gives each mapped source the weight of the MT-NLG
+paper's table 2 (curate/mt_nlg.py; several datasets mapped to one source add up; unmapped datasets
+are left out and the weights renormalised); every source of the input must then be mapped.
 Writes OUT/SOURCE.bin/.idx, OUT/blend.json and OUT/data_path.txt (the `data.path` value). A rerun
 over unchanged shards with the same tokenizer reuses the .bin/.idx and only rewrites the weights.
 """
@@ -20,7 +23,7 @@ from megazoo.core.fs import write_json_atomic, write_text_atomic
 from megazoo.curate.errors import CurateError
 from megazoo.curate.shards import list_shards
 
-BLEND_DEFAULTS = {"sources": {}, "tokenizer": "gpt2", "workers": 1}
+BLEND_DEFAULTS = {"sources": {}, "tokenizer": "gpt2", "workers": 1, "preset": None, "map": None}
 
 
 def sources_of(folder) -> dict[str, list[str]]:
@@ -55,7 +58,30 @@ def check_config(cfg: dict, where: str = "blend") -> dict:
         # a weight is a share (normalised); epochs repeat a source: both far below 10**6 in real blends
         entry[kind] = number(f"{where}.sources.{name}.{kind}", value, 0, 10**6)
     cfg["sources"] = {str(n): dict(e) for n, e in sources.items()}
+    if cfg["preset"] is not None or cfg["map"] is not None:
+        from megazoo.curate import mt_nlg
+
+        if cfg["preset"] is None:
+            raise CurateError(f"{where}.map: maps the datasets of a preset; add --preset mt-nlg (preset: mt-nlg)")
+        if cfg["sources"]:
+            raise CurateError(f"{where}: give either `preset` (the paper's weights) or `sources` (your own), not both")
+        cfg["map"] = mt_nlg.check_map(cfg["preset"], cfg["map"], f"{where}.map")
     return cfg
+
+
+def preset_sources(cfg: dict, present) -> dict:
+    """`sources` from a preset's table for the sources present in the input (all must be mapped)."""
+    from megazoo.curate import mt_nlg
+
+    shares = mt_nlg.weights(cfg["preset"], cfg["map"])
+    unmapped = sorted(set(present) - set(shares))
+    if unmapped:
+        raise CurateError(f"blend.map: the source {unmapped[0]} of the input has no {cfg['preset']} dataset; map one "
+                          f"to it (--map DATASET={unmapped[0]}) or leave the source out of the input")
+    missing = sorted(set(shares) - set(present))
+    if missing:
+        raise CurateError(f"blend.map: {missing[0]} is not a source of the input (sources: {', '.join(sorted(present))})")
+    return {name: {"weight": w} for name, w in shares.items()}
 
 
 def weights(tokens: dict[str, int], spec: dict) -> dict[str, float]:
@@ -96,6 +122,8 @@ def blend(folder, out_dir, cfg: dict, text_key: str = "text", progress: bool = F
     sources = sources_of(folder)
     if not sources:
         raise CurateError(f"{folder}: every shard is empty; nothing to blend")
+    if cfg["preset"]:  # before any tokenisation: every source mapped, every mapped source there
+        cfg = {**cfg, "sources": preset_sources(cfg, sources)}
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for place in (out_dir, previous_dir):
         previous = _finished(place, cfg, sources) if place else None
@@ -149,7 +177,7 @@ def _finished(out_dir, cfg: dict, sources: dict) -> dict | None:
 def _write(out_dir, cfg: dict, tokens: dict, prefixes: dict, sources: dict) -> dict:
     shares = weights(tokens, dict(cfg["sources"] or {}))
     data_path = " ".join(f"{shares[n]:.6g} {prefixes[n]}" for n in sorted(prefixes))
-    result = {"data_path": data_path, "tokenizer": cfg["tokenizer"],
+    result = {"data_path": data_path, "tokenizer": cfg["tokenizer"], "preset": cfg.get("preset"), "map": cfg.get("map"),
               "inputs": {n: _signature(p) for n, p in sorted(sources.items())},
               "sources": {n: {"prefix": prefixes[n], "tokens": tokens[n], "weight": shares[n],
                               **((cfg["sources"] or {}).get(n) or {})} for n in sorted(prefixes)}}

@@ -54,20 +54,46 @@ def _stage_parser(stage: str) -> argparse.ArgumentParser:
                help="folder for the output shards")
     p.add_argument("--text-key", default="text", help="the JSON key / parquet column of the text")
     if stage == "fuzzy-dedup":
-        p.add_argument("--threshold", type=float_in(0, 1), help="Jaccard similarity in (0, 1] (default 0.8)")
-        for name in ("shingle-size", "permutations", "bands", "rows"):
-            hi = 1000 if name == "shingle-size" else MAX_PERMUTATIONS
-            p.add_argument(f"--{name}", type=int_in(1, hi), help=f"1 to {hi}; see docs/curate.md "
-                           "(default: the recipe default)")
+        p.add_argument("--preset", choices=("nvidia",), help="NVIDIA's settings: --shingle char:5 --num-perm 100 "
+                       "--bands 10 --candidate-threshold 0.5 --group-threshold 0.9 (options given override it)")
+        for flag in ("--threshold", "--group-threshold"):  # two flags, one setting (argparse names the one used)
+            p.add_argument(flag, dest="threshold", type=float_in(0, 1),
+                           help="Jaccard similarity in (0, 1] that joins two documents in a group (default 0.8)")
+        p.add_argument("--candidate-threshold", type=float_in(0, 1),
+                       help="Jaccard similarity of the verified candidate pairs (default: the group threshold)")
+        p.add_argument("--shingle", type=_shingle, metavar="char:N|word:N", help="shingles (default word:5)")
+        p.add_argument("--shingle-size", type=int_in(1, 1000), help="1 to 1000 (default 5)")
+        for flag in ("--permutations", "--num-perm"):
+            p.add_argument(flag, dest="permutations", type=int_in(1, MAX_PERMUTATIONS),
+                           help=f"MinHash permutations, 1 to {MAX_PERMUTATIONS} (default 120)")
+        for name in ("bands", "rows"):
+            p.add_argument(f"--{name}", type=int_in(1, MAX_PERMUTATIONS), help=f"1 to {MAX_PERMUTATIONS} "
+                           "(default 20 bands; rows = permutations / bands when not given)")
+        p.add_argument("--keep", choices=("first", "longest", "priority"),
+                       help="which copy of a group survives (default first)")
+        p.add_argument("--priority", metavar="DATASET,...", help="datasets in order of priority (with --keep priority)")
     if stage == "decontaminate":
         input_arg(p, "--tasks", nargs="+", required=True, metavar="FILE",
                   help="evaluation files, RACE folders, suite YAMLs, NAME=PATH or `generated`")
+        p.add_argument("--preset", choices=("nvidia", "gpt3"),
+                       help="nvidia: NVIDIA's filter_ngrams.py (the default values); gpt3: plain 13-grams")
+        p.add_argument("--ngram", type=int_in(1, 1000), help="n-gram size (default 13)")
+        p.add_argument("--min-ngram", type=int_in(1, 1000),
+                       help="task texts of this many words up to ngram - 1 are indexed whole (default 8)")
+        p.add_argument("--max-doc-frequency", type=int_in(0, 10**12),
+                       help="an n-gram in this many training documents is left alone (default 10; 0: off)")
+        p.add_argument("--margin", type=int_in(0, 10**7), help="characters removed each side (default 200)")
+        p.add_argument("--snap", choices=("punctuation", "none"), help="move cuts to sentence ends (default)")
     if stage == "quality":
         input_arg(p, "--reference", required=True, metavar="PATH", help="high-quality reference documents")
         p.add_argument("--mode", choices=("threshold", "pareto"))
         p.add_argument("--threshold", type=float_in(0, 1), help="keep scores at or above this (0 to 1)")
     if stage == "blend":
         input_arg(p, "--tokenizer", help="as for megazoo preprocess: a name or a tokenizer folder (default gpt2)")
+        p.add_argument("--preset", choices=("mt-nlg",), help="the MT-NLG paper's datasets and epochs (table 2); "
+                       "map each name to a source with --map")
+        p.add_argument("--map", nargs="+", default=[], metavar="NAME=SOURCE",
+                       help="the source of the input (its first-level name) that holds a preset dataset (e.g. Books3=books)")
         p.add_argument("--weight", nargs="+", default=[], metavar="SOURCE=W", help="blend weight of a source")
         p.add_argument("--epochs", nargs="+", default=[], metavar="SOURCE=E", help="epochs of a source")
     _run_options(p)
@@ -126,14 +152,31 @@ def _pairs(words: list[str], flag: str) -> dict[str, float]:
     return out
 
 
+def _shingle(word: str) -> tuple[str, int]:
+    """`char:5` or `word:5` -> (kind, size); argparse turns a ValueError into a usage error."""
+    kind, _, size = word.partition(":")
+    if kind not in ("char", "word") or not size.isdigit() or not 1 <= int(size) <= 1000:
+        raise argparse.ArgumentTypeError(f"{word!r}: expected char:N or word:N with N in 1 to 1000 (e.g. char:5)")
+    return kind, int(size)
+
+
+_STAGE_OPTIONS = ("threshold", "candidate_threshold", "shingle_size", "permutations", "bands", "rows", "keep",
+                  "priority", "preset", "mode", "reference", "tokenizer", "ngram", "min_ngram",
+                  "max_doc_frequency", "margin", "snap")
+
+
 def _stage_config(stage: str, args) -> dict:
     import yaml
 
     cfg: dict = {}
-    for name in ("threshold", "shingle_size", "permutations", "bands", "rows", "mode", "reference", "tokenizer"):
+    for name in _STAGE_OPTIONS:
         value = getattr(args, name, None)
         if value is not None:
             cfg[name] = value
+    if getattr(args, "shingle", None) is not None:
+        cfg["shingle"], cfg["shingle_size"] = args.shingle
+    if stage == "blend" and getattr(args, "map", None):
+        cfg["map"] = _names(args.map)
     if stage == "decontaminate":
         cfg["tasks"] = args.tasks
     if stage == "blend":
@@ -147,6 +190,18 @@ def _stage_config(stage: str, args) -> dict:
             raise CurateError(f"--set {item}: expected KEY=VALUE (a setting of the {stage} stage)")
         cfg[key] = yaml.safe_load(value) if value else None
     return cfg
+
+
+def _names(words: list[str]) -> dict[str, str]:
+    """`NAME=SOURCE` words -> {NAME: SOURCE}."""
+    out = {}
+    for word in words:
+        name, sep, source = word.partition("=")
+        if not sep or not name or not source:
+            raise CurateError(f"--map {word}: expected NAME=SOURCE (e.g. Books3=books: the preset's dataset "
+                              "and the source folder that holds it)")
+        out[name] = source
+    return out
 
 
 def _check_task_paths(a) -> None:

@@ -126,6 +126,10 @@ def run_stage(name: str, cfg: dict | None, in_dir, out_dir, key: str, executor, 
     if Path(in_dir).resolve() == Path(out_dir).resolve():
         raise CurateError(f"--output {out_dir}: the same folder as --input; give a new folder")
     cfg = check_stage_config(name, cfg, where)
+    if name == "fuzzy-dedup":
+        from megazoo.curate.fuzzy_dedup import check_priority
+
+        check_priority(cfg, in_dir, where)  # a priority list naming an unknown dataset: before any work
     settings = stage_settings(name, cfg, in_dir, key, final_in)
     state = output_state(out_dir, settings, where, overwrite)
     final = str(final_out or out_dir)
@@ -159,15 +163,20 @@ def _run(name: str, cfg: dict, in_dir: str, out_dir, key: str, executor, progres
 
         return run_dedup_stage(name, cfg, in_dir, out_dir, key, executor)
     if name == "decontaminate":
-        from megazoo.curate.decontaminate import decontaminate_shard
-        from megazoo.curate.eval_sets import benchmark_texts, ngram_index
+        from megazoo.curate.decontaminate import build_index, decontaminate_shard
+        from megazoo.curate.eval_sets import benchmark_texts
 
         texts = benchmark_texts(list(cfg["tasks"]))
-        index = ngram_index(texts, cfg["ngram"])
-        params = {"text_key": key, "config": {k: v for k, v in cfg.items() if k != "tasks"}, "index": index}
+        index = build_index(texts, cfg["ngram"], cfg["min_ngram"])
+        config = {k: v for k, v in cfg.items() if k not in ("tasks", "preset")}
+        frequent = _frequent_ngrams(index, config, in_dir, out_dir, key, executor)
+        params = {"text_key": key, "config": config, "index": index, "frequent": frequent}
         stats = run_shard_stage(name, decontaminate_shard, params, in_dir, out_dir, executor)
         stats["extra"]["benchmarks"] = {n: len(t) for n, t in sorted(texts.items())}
-        stats["extra"]["eval_ngrams"] = len(index)
+        stats["extra"]["eval_ngrams"] = len(index["grams"])
+        stats["extra"]["eval_ngram_lengths"] = index["lengths"]
+        stats["extra"]["frequent_ngrams_left"] = len(frequent)
+        write_json_atomic(Path(out_dir) / "_stage.json", json.loads(json.dumps(stats)), indent=1)
         return stats
     if name == "blend":
         from megazoo.curate.blend import blend
@@ -183,6 +192,32 @@ def _run(name: str, cfg: dict, in_dir: str, out_dir, key: str, executor, progres
         write_json_atomic(Path(out_dir) / "_stage.json", stats)
         return stats
     raise CurateError(f"unknown stage `{name}`")
+
+
+FREQUENCY_FILE = "_ngram_frequency.json"  # decontaminate's first pass, kept for a resumed run
+
+
+def _frequent_ngrams(index: dict, config: dict, in_dir: str, out_dir: str, key: str, executor) -> set[int]:
+    """The indexed n-grams found in `max_doc_frequency` or more training documents (NVIDIA's
+    key threshold: common phrases, left alone): counted over every shard on the executor, once."""
+    from megazoo.curate.decontaminate import count_shard
+
+    if not config["max_doc_frequency"]:
+        return set()
+    saved = Path(out_dir) / FREQUENCY_FILE
+    if saved.is_file():
+        return set(json.loads(saved.read_text())["frequent"])
+    shared = {"index": index, "config": config}
+    shared = executor.share(shared) if executor.kind == "dask" else shared
+    counts: dict[int, int] = {}
+    for part in executor.map(count_shard, [(in_dir, rel, key, shared) for rel in list_shards(in_dir)],
+                             desc="decontaminate count"):
+        for h, c in part.items():
+            counts[h] = counts.get(h, 0) + c
+    frequent = sorted(h for h, c in counts.items() if c >= config["max_doc_frequency"])
+    write_json_atomic(saved, {"max_doc_frequency": config["max_doc_frequency"], "frequent": frequent,
+                              "documents_per_ngram": sorted(counts.values(), reverse=True)[:20]})
+    return set(frequent)
 
 
 def _docs(folder, key):

@@ -79,6 +79,12 @@ def load(recipe: str, overrides: list[str], overwrite: bool = False) -> dict:
     data = check(data, str(path))
     data["path"] = str(path)
     check_recipe_paths(data, overwrite)
+    fuzzy = data["stages"].get("fuzzy-dedup")
+    if isinstance(fuzzy, dict) and fuzzy.get("priority") and Path(data["input"]).is_dir():
+        from megazoo.curate.fuzzy_dedup import check_config, check_priority
+
+        # the stages keep the input's folders, so its datasets are the fuzzy stage's datasets
+        check_priority(check_config(dict(fuzzy)), data["input"], f"{path}: stages.fuzzy-dedup")
     return data
 
 

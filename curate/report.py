@@ -52,9 +52,11 @@ def markdown(results: list[dict], final: str, executor: str, workers: int) -> st
         if "documents_hit" in extra or "benchmarks" in extra:
             hits = extra.get("documents_hit", {})
             grams = extra.get("ngram_hits", {})
-            parts.append("benchmarks hit (documents / 13-grams): " + (", ".join(
+            parts.append("benchmarks hit (documents / n-grams): " + (", ".join(
                 f"{b} {hits[b]} / {grams.get(b, 0)}" for b in sorted(hits)) or "none")
-                + f"; checked against {', '.join(sorted(extra.get('benchmarks', {})))}")
+                + f"; checked against {', '.join(sorted(extra.get('benchmarks', {})))}"
+                + (f"; {extra['frequent_ngrams_left']} frequent n-grams left alone"
+                   if extra.get("frequent_ngrams_left") else ""))
         if "score_histogram" in extra:
             hist = extra["score_histogram"]
             parts.append("quality scores (bin: documents): " + ", ".join(f"{b} {hist[b]}" for b in sorted(hist)))

@@ -4,6 +4,7 @@
                     [--stride N (wikitext)] [--lambada-mode strict|nonstrict (lambada)] [--seed S]
                     [--out FILE.json]
   megazoo eval leaderboard SUITE.yaml [--overwrite]
+  megazoo eval mt-nlg SUITE.yaml [--columns zero one few] [--limit N] [--out FILE.json]
   megazoo eval lm-eval [lm-eval's own arguments, e.g. --model megazoo --model_args checkpoint=CKPT --tasks ...]
 
 User errors (a missing file, an option the task lacks, a tokenizer that is not the checkpoint's, a
@@ -57,6 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
               "results.json, results.md and results.png")
     board.add_argument("--overwrite", action="store_true",
                        help="replace the results files of an earlier run in the suite's `out` folder")
+    mtnlg = sub.add_parser("mt-nlg", help="the MT-NLG paper's zero/one/few-shot table for the models of a suite, "
+                           "beside the paper's 530B figures")
+    input_arg(mtnlg, "suite", kind="file", help="suite YAML shaped as eval/suites/presets/mt-nlg.yaml (copy it, "
+              "fill in models and data paths); each task's num_fewshot is its few-shot k")
+    mtnlg.add_argument("--columns", nargs="+", choices=["zero", "one", "few"], default=["zero", "one", "few"],
+                       help="which shot settings to run (default all three)")
+    mtnlg.add_argument("--limit", type=int_in(*LIMIT), help="score only the first N examples of each task")
+    mtnlg.add_argument("--batch-size", type=int_in(*BATCH_SIZE), help="default: each task's batch_size, or 8")
+    output_arg(mtnlg, "--out", kind="file", help="write every metric of every cell as JSON to this file")
     lmeval = sub.add_parser("lm-eval", help="lm-eval's command line with the megazoo backend registered",
                             add_help=False)
     lmeval.add_argument("rest", nargs=argparse.REMAINDER)
@@ -79,6 +89,8 @@ def run(args) -> int:
             print(f"{len(report['regressions'])} regression(s): see results.md", file=sys.stderr)
             return 1
         return 0
+    if args.action == "mt-nlg":
+        return run_mtnlg_command(args)
     from megazoo.eval.leaderboard import _load_model
     from megazoo.eval.suites import run_task
     from megazoo.eval.suites.runner import check_task_options
@@ -102,4 +114,19 @@ def run(args) -> int:
         from megazoo.core.fs import write_json_atomic
 
         write_json_atomic(args.out, {**metrics, "predictions": predictions}, indent=2)  # all or nothing
+    return 0
+
+
+def run_mtnlg_command(args) -> int:
+    """`megazoo eval mt-nlg`: print the table (eval/suites/mt_nlg.py); with --out, every metric as JSON."""
+    from megazoo.eval.suites.mt_nlg import run_mtnlg, table
+
+    if args.out and not Path(args.out).parent.is_dir():
+        raise ValueError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist; create it first")
+    results = run_mtnlg(args.suite, args.columns, args.limit, args.batch_size)
+    print(table(results, args.columns), end="")
+    if args.out:
+        from megazoo.core.fs import write_json_atomic
+
+        write_json_atomic(args.out, {"columns": list(args.columns), "results": results}, indent=2)
     return 0

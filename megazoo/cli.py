@@ -4,7 +4,8 @@ Each subcommand lives in its own module, which defines `add_arguments(parser)` a
 Only the chosen command's module is imported, so `megazoo --help` stays fast and a broken optional
 dependency of one command never breaks another. `main` is the one error boundary of every command:
 a known error (core/train/user_errors.py) becomes one line `megazoo COMMAND: error: ...` with exit
-code 2 (the user's mistake) or 1 (a runtime failure); Ctrl-C exits 130 (docs/errors.md).
+code 2 (the user's mistake) or 1 (a runtime failure); Ctrl-C exits 130 (docs/errors.md); a reader
+that closes our output (`megazoo zoo list | head`) ends the command quietly with 141, as git does.
 """
 
 from __future__ import annotations
@@ -39,7 +40,51 @@ def _top_help() -> str:
     return "\n".join(lines)
 
 
+# the exit status of a process that a closed pipe stopped (128 + SIGPIPE): what `git log | head` and
+# coreutils give the shell, so `set -o pipefail` scripts and `$PIPESTATUS` read it the same way
+CLOSED_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; a reader that closed our stdout (`megazoo zoo list | head`) ends it quietly."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # also after --help's SystemExit
+            sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at interpreter exit
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        return _closed_pipe()
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (a broken pipe elsewhere is a real error)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no file descriptor (captured output) or no poll()
+        return False
+
+
+def _closed_pipe() -> int:
+    """Stop writing quietly: stdout goes to the null device, so the interpreter's last flush of
+    what is still buffered cannot print `Exception ignored ... BrokenPipeError` either."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (AttributeError, OSError, ValueError):
+        pass
+    return CLOSED_PIPE
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(_top_help())
@@ -79,8 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - the one boundary: known errors become one line
         from megazoo.core.train.user_errors import classify, debug
 
+        if isinstance(err, BrokenPipeError) and _stdout_closed():
+            raise  # main() ends quietly: the reader of our output has gone, nothing failed
         known = None if debug() else classify(err)
         if known is None:
+            if debug():
+                from megazoo.core.train.user_errors import reveal_causes
+
+                reveal_causes(err)  # MEGAZOO_DEBUG=1: with the errors it was raised from
             raise  # a bug: its traceback is what a report needs
         code, message = known
         print(f"{_prog(argv)}: error: {message}", file=sys.stderr)

@@ -77,6 +77,8 @@ def run(args) -> int:
         return _fail(f"unknown task `{args.name}`{hint} (tasks: {', '.join(tasks) or 'none'})")
     cli = importlib.import_module(f"megazoo.tasks.{args.name}.cli")
     stages = cli.STAGES
+    if args.stage is None and args.rest[:1] in (["-h"], ["--help"]):
+        args.stage = args.rest[0]  # `megazoo task race --help`: argparse leaves the flag in REMAINDER
     if args.stage in (None, "-h", "--help"):
         print(f"usage: megazoo task {args.name} STAGE [ARGS ...]\n\nstages:")
         for stage, row in stages.items():

@@ -177,7 +177,8 @@ def test_a_snippet_whose_question_is_not_in_the_golden_file(tmp_path):
     examples = read_squad_json(batch)
     with pytest.raises(BiomedFormatError) as e:
         score_questions(golden, examples, hand_predictions(examples), batch)
-    assert str(e.value) == (f"{batch}:{examples[0].line}: snippet 'q1_001': its question 'q1' is not in the golden "
+    assert examples[0].article == 1  # the batch is streamed article by article: the article is named
+    assert str(e.value) == (f"{batch}: article 1: snippet 'q1_001': its question 'q1' is not in the golden "
                             f"file {golden.path}; give this batch's golden file")
 
 
@@ -189,7 +190,7 @@ def test_cli_errors_before_the_model_is_built(tmp_path, capsys):
     ckpt = fake_checkpoint(tmp_path / "run", "qa")
     base = ["task", "biomed", "evaluate", "--data", batch, "--checkpoint", ckpt, "--out", tmp_path / "o" / "e.json"]
     code, err = run_cli(capsys, *base, "--kind", "qa", "--golden", golden)
-    assert code == 2 and one_line(err).endswith(f"{batch}:{read_squad_json(batch)[0].line}: snippet 'q1_001': its "
+    assert code == 2 and one_line(err).endswith(f"{batch}: article 1: snippet 'q1_001': its "
                                                 f"question 'q1' is not in the golden file {golden}; give this "
                                                 f"batch's golden file")
     code, err = run_cli(capsys, *base, "--kind", "ner", "--golden", golden)
@@ -236,3 +237,35 @@ def test_evaluate_with_golden_scores_per_question(qa_checkpoint, tmp_path, capsy
                             [[{"text": t, "score": s} for t, s in zip(p["answers"], p["scores"])] for p in snippets],
                             batch)
     assert again.rows == rows and again.metrics == summary["metrics"]
+
+
+def test_leaderboard_entry_with_golden_scores_per_question(qa_checkpoint, tmp_path):
+    """The suite entry `{name: biomed-qa, path: BATCH, golden: GOLDEN}`: the evaluate stage's per-question
+    figures (as BioMegatron reports BioASQ); without `golden`, per snippet; `golden` on ner refused."""
+    from megazoo.tasks.biomed.evaluate_stage import evaluate_checkpoint
+    from megazoo.tasks.biomed.leaderboard import NER, QA
+
+    batch, golden = write_batch(tmp_path), write_golden(tmp_path)
+    got = QA.run(str(qa_checkpoint), str(batch), {"name": "biomed-qa", "golden": str(golden)})
+    want = evaluate_checkpoint(batch, qa_checkpoint, "qa", golden=str(golden))
+    assert {k: got[k] for k in want["metrics"]} == want["metrics"] and (got["n"], got["n_skipped"]) == (4, 3)
+    per_snippet = QA.run(str(qa_checkpoint), str(batch), {"name": "biomed-qa"})
+    assert per_snippet["n"] == len(read_squad_json(batch)) and "n_skipped" not in per_snippet
+    with pytest.raises(ValueError, match="`golden` names the BioASQ golden file of a qa test batch"):
+        NER.run(str(qa_checkpoint), str(batch), {"name": "biomed-ner", "golden": str(golden)})
+
+
+def test_golden_scoring_of_a_batch_given_as_parquet(qa_checkpoint, tmp_path):
+    """The same test batch as a Hugging Face `squad`-schema parquet file: the same per-question figures."""
+    import datasets
+
+    from megazoo.tasks.biomed.evaluate_stage import evaluate_checkpoint
+
+    batch, golden = write_batch(tmp_path), write_golden(tmp_path)
+    rows = [{"id": x.id, "title": "", "context": x.context, "question": x.question,
+             "answers": {"text": [t for t, _ in x.answers], "answer_start": [s for _, s in x.answers]}}
+            for x in read_squad_json(batch)]
+    datasets.Dataset.from_list(rows).to_parquet(str(tmp_path / "batch.parquet"))
+    native = evaluate_checkpoint(batch, qa_checkpoint, "qa", golden=str(golden))
+    parquet = evaluate_checkpoint(tmp_path / "batch.parquet", qa_checkpoint, "qa", golden=str(golden))
+    assert parquet["metrics"] == native["metrics"] and parquet["questions"].rows == native["questions"].rows

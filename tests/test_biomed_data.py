@@ -1,6 +1,6 @@
 """biomed readers (BioBERT NER TSV, BLUE ChemProt, BioASQ SQuAD-v1.1 JSON) on hand-made fixtures,
-each bad input with its `file:line: problem` message, and the generated sets (official layouts,
-test entity names unseen in training)."""
+each bad input with its `file:line: problem` message (`file: article N: problem` in a SQuAD file), and
+the generated sets (official layouts, test entity names unseen in training)."""
 
 import json
 from pathlib import Path
@@ -35,7 +35,7 @@ def test_chemprot_reader():
     assert len(test) == 3 and test[0].line == 2
 
 
-def test_squad_reader_keeps_synonyms_and_lines():
+def test_squad_reader_keeps_synonyms_and_articles():
     qs = read_squad_json(FIXTURES / "bioasq" / "train.json")
     assert [q.id for q in qs] == ["5c7e_001", "5c7e_002", "5c7e_003"]
     q = qs[0]
@@ -44,8 +44,7 @@ def test_squad_reader_keeps_synonyms_and_lines():
     assert qs[2].answers == ("chronic myeloid leukemia", "CML") and qs[2].answer_start is not None
     dev = read_squad_json(FIXTURES / "bioasq" / "dev.json")
     assert dev[1].answers == ("metformin",) and dev[1].answer_start is None  # a synonym that is not located
-    text = (FIXTURES / "bioasq" / "dev.json").read_text().split("\n")
-    assert text[dev[0].line - 1].strip() == "{" and '"id": "5d01_001"' in text[dev[0].line]
+    assert [q.article for q in dev] == [1] * len(dev) and dev[0].line == 0  # streamed: articles, not lines
 
 
 # bad input --------------------------------------------------------------------------------------
@@ -92,16 +91,14 @@ def test_a_qa_answer_start_that_does_not_match(tmp_path):
     data["data"][0]["paragraphs"][1]["qas"][1]["answers"][0]["answer_start"] += 2
     path = tmp_path / "train.json"
     path.write_text(json.dumps(data, indent=1))
-    lines = path.read_text().split("\n")
-    bad = [i for i, line in enumerate(lines, 1) if '"text": "chronic myeloid leukemia"' in line][0] - 1
     with pytest.raises(BiomedFormatError) as e:
         read_squad_json(path)
-    assert str(e.value).startswith(f"{path}:{bad}: answer_start ")
+    assert str(e.value).startswith(f"{path}: article 1: question '5c7e_003': answer_start ")
     assert "does not match the answer text 'chronic myeloid leukemia'" in str(e.value)
     path = write(tmp_path, "broken.json", '{"data": [\n {"paragraphs": [{"context": "x", "qas": [\n{"id": 1}]}]}]}')
     with pytest.raises(BiomedFormatError) as e:
         read_squad_json(path)
-    assert str(e.value) == f"{path}:3: a question has no 'question'"
+    assert str(e.value) == f"{path}: article 1: a question has no 'question'"
     path = write(tmp_path, "notjson.json", '{"data": [\n}')
     with pytest.raises(BiomedFormatError, match=rf"^{path}:2: not valid JSON"):
         read_squad_json(path)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from megazoo.cli import main as megazoo
-from megazoo.curate.decontaminate import cut, decontaminate_shard
+from megazoo.curate.decontaminate import PRESETS, build_index, decontaminate_shard, split
 from megazoo.curate.eval_sets import benchmark_texts, ngram_index, tokens
 from megazoo.curate.executor import LocalExecutor
 from megazoo.curate.fuzzy_dedup import candidate_probability, check_config
@@ -66,17 +66,17 @@ def test_lsh_settings_that_cannot_reach_the_threshold_are_refused(tmp_path, caps
 
 def test_cut_removes_200_characters_each_side_and_drops_short_pieces():
     text = "x" * 1000
-    pieces, regions = cut(text, [(500, 520, "b")], 200)
-    assert regions == 1 and [len(p) for p in pieces] == [300, 280]
+    assert [len(p) for p in split(text, 500, 20, 200, "none")] == [300, 280]
     docs = [{"id": "d", "text": " ".join(f"w{i}" for i in range(400))}]
-    index = ngram_index({"bench": [" ".join(f"w{i}" for i in range(150, 163))]})
-    kept, gone, extra = decontaminate_shard(docs, {"text_key": "text", "index": index, "config": {
-        "ngram": 13, "margin": 200, "min_piece": 200, "max_splits": 10}})
+    index = build_index({"bench": [" ".join(f"w{i}" for i in range(150, 163))]}, 13, 13)
+    cfg = {**PRESETS["gpt3"]}
+    kept, gone, extra = decontaminate_shard(docs, {"text_key": "text", "index": index, "config": cfg})
     assert [d["id"] for d in kept] == ["d#0", "d#1"] and extra["documents_hit"] == {"bench": 1}
     assert all("w156" not in d["text"].split() for d in kept)
+    assert 'bench: "w150 w151' in gone[0]["reason"]
     many = {"bench": [" ".join(f"w{i}" for i in range(s, s + 13)) for s in range(0, 400, 30)]}
-    kept, gone, _ = decontaminate_shard(docs, {"text_key": "text", "index": ngram_index(many), "config": {
-        "ngram": 13, "margin": 10, "min_piece": 1, "max_splits": 10}})
+    kept, gone, _ = decontaminate_shard(docs, {"text_key": "text", "index": build_index(many, 13, 13), "config": {
+        **cfg, "margin": 10, "min_piece": 1}})
     assert kept == [] and "> 10, dropped" in gone[0]["reason"]
 
 
@@ -84,7 +84,7 @@ def test_every_planted_contamination_is_removed(planted, tmp_path):
     out, truth = planted
     tasks = [str(out / "eval" / "lambada.jsonl"), f"RACE={out / 'eval' / 'RACE'}"]
     stats = run_stage("decontaminate", {"tasks": tasks}, out / "raw", tmp_path / "d", "text", LocalExecutor(False))
-    index = ngram_index(benchmark_texts(tasks))
+    index = ngram_index(benchmark_texts(tasks))  # the 13-grams (texts of 8-12 words are whole n-grams too)
     for doc in iter_output(tmp_path / "d"):
         words = tokens(doc["text"])
         assert not any(ngram_index({"x": [" ".join(words[i:i + 13])]}).keys() & index.keys()

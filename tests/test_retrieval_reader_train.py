@@ -121,3 +121,29 @@ def test_retriever_lr_scale_zero_keeps_the_query_tower(retriever, e2e_runs):
     assert before.keys() == after.keys() and before
     for name, value in before.items():
         assert torch.equal(value.float(), after[name].float()), name
+
+
+def test_end_to_end_from_a_store_its_vectors_and_index_equals_the_tsv(retriever, e2e_runs):
+    """Issue #38: the evidence read by row from a passage store, its context vectors from an embedding
+    folder (2 ranks, shards) and its Flat index from those shards: the same run as from the .tsv."""
+    from megazoo.tasks.retrieval.embed import embed_store
+    from megazoo.tasks.retrieval.index_build import build_from_vectors
+    from megazoo.tasks.retrieval.reader.train import train_reader
+    from megazoo.tasks.retrieval.store import build_store, open_store
+
+    root, ckpt = retriever
+    single, _ = e2e_runs
+    build_store(FIXTURE / "psgs.tsv", root / "store", progress=False)
+    embed_store(root / "store", ckpt, root / "vec", nproc=2, shard_size=5, progress=False)
+    build_from_vectors(root / "vec", root / "index", "flat", store=open_store(root / "store"), progress=False)
+    got = train_reader(reader_cfg("e2e", ckpt, root / "from-store", f"task.passages={root / 'store'}",
+                                  f"task.vectors={root / 'vec'}", f"task.index={root / 'index'}"))
+    assert max(abs(a - b) for a, b in zip(got["losses"], single["losses"])) <= TOL
+    assert got["metrics"] == pytest.approx(single["metrics"], abs=1e-9)
+    # vectors of another store are refused with one line naming the setting
+    from megazoo.core.train.config import ConfigError
+
+    (root / "other.tsv").write_text((FIXTURE / "psgs.tsv").read_text() + "9999\tOne passage more.\tMore\n")
+    with pytest.raises(ConfigError, match="task.vectors=.*embedded from another passage store"):
+        train_reader(reader_cfg("e2e", ckpt, root / "other-run", f"task.passages={root / 'other.tsv'}",
+                                f"task.vectors={root / 'vec'}"))

@@ -120,6 +120,12 @@ def test_cosine_checkpoint_evaluates_as_numpy_cosine(runs, capsys):
     err = capsys.readouterr().err.strip()
     assert err == (f"megazoo task retrieval evaluate: error: {index}: its passages were embedded for cosine "
                    f"similarity, the questions for dot; rebuild it or pass --similarity")
+    # without --similarity the questions take the index's own (issue #41): a dot index of this cosine run
+    dot_index = root / "dot-index"
+    assert megazoo(["task", "retrieval", "index", "--passages", str(FIXTURE / "psgs.tsv"), "--checkpoint", str(ckpt),
+                    "--similarity", "dot", "--out", str(dot_index)]) == 0
+    assert megazoo(args + ["--index", str(dot_index), "--out", str(root / "dot.json")]) == 0
+    assert json.loads((root / "dot.json").read_text())["similarity"] == "dot"
 
 
 def test_ict_asks_a_fresh_sentence_each_epoch_and_block_length(tmp_path):

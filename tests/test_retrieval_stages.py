@@ -20,7 +20,8 @@ def test_one_train_stage_row_and_the_old_names_as_aliases():
     from megazoo.core.train.stages import RecipeStage
     from megazoo.tasks.retrieval import cli
 
-    assert list(cli.STAGES) == ["data", "train", "index", "evaluate"] and set(cli.EXTRAS) == {"index"}
+    assert list(cli.STAGES) == ["data", "train", "store", "embed", "index", "evaluate"]
+    assert set(cli.EXTRAS) == {"store", "embed", "index"}
     row = cli.STAGES["train"]
     assert isinstance(row, RecipeStage) and row.prog == "megazoo task retrieval train"
     assert all(t.recipe in row.recipe for t in TRAINING.values())  # --help names every shipped recipe

@@ -214,3 +214,18 @@ def test_reader_on_fixed_retrieval_and_end_to_end(runs):
     for tower, want in ((chunks[0].query, saved.query_model), (chunks[0].context, saved.model)):
         got, ref = tower.state_dict(), want.state_dict()
         assert all(torch.equal(got[k], ref[k]) for k in ref)
+
+
+def test_dpr_questions_as_hugging_face_datasets_train_the_same(runs, tmp_path):
+    """Issue #38: task.train_file / task.valid_file as save_to_disk folders of DPR's json columns (the
+    same questions): the same losses and validation as from the json files."""
+    import datasets
+
+    root, init, singles, _ = runs
+    for name in ("nq-train", "nq-dev"):
+        items = json.loads((FIXTURE / f"{name}.json").read_text())
+        datasets.Dataset.from_list(items).save_to_disk(str(tmp_path / name))
+    got = rank_runs(init, str(tmp_path), [("hf", [f"task.train_file={tmp_path / 'nq-train'}",
+                                                   f"task.valid_file={tmp_path / 'nq-dev'}"])])["hf"]
+    assert got["losses"] == pytest.approx(singles["single"]["losses"], abs=1e-6)
+    assert got["valid"] == pytest.approx(singles["single"]["valid"], abs=1e-6)

@@ -1,4 +1,5 @@
-"""synthetic_qa data: the SQuAD reader's one-line errors (`file:line: problem`) on the bad inputs of
+"""synthetic_qa data: the SQuAD reader's one-line errors (`file: article N: problem`, or `file:line:
+problem` for a syntax error) on the bad inputs of
 the issue, the shipped hand-written dev set, the template questions and the data stage, and
 the stages' one-line CLI errors."""
 
@@ -30,21 +31,22 @@ def write(tmp_path, text, name="f.json"):
 
 def test_reads_a_good_file(tmp_path):
     f = read_squad(write(tmp_path, GOOD))
-    assert [(q.id, q.answers, q.line) for q in f.questions] == [("a", [("SIGINT", 27)], 4), ("b", [("Pdb", 0)], 6)]
+    assert [(q.id, q.answers, q.article) for q in f.questions] == [("a", [("SIGINT", 27)], 1), ("b", [("Pdb", 0)], 1)]
     assert not f.v2 and f.paragraphs == [("t", "Pdb sets a handler for the SIGINT signal.")]
 
 
-@pytest.mark.parametrize("edit, line, problem", [
-    (('"answer_start": 27', '"answer_start": 26'), 5, "answer_start 26 does not point at the answer 'SIGINT'"),
-    (('"id": "b"', '"id": "a"'), 6, "question id 'a' is used twice (first at line 4)"),
-    (('"qas": [', '"qas": [,'), 3, "not valid JSON"),
-    (('"text": "Pdb", ', ''), 7, "an answer has no 'text'"),
+@pytest.mark.parametrize("edit, where, problem", [
+    (('"answer_start": 27', '"answer_start": 26'), " article 1", "question 'a': answers: answer_start 26 does not "
+                                                                 "point at the answer 'SIGINT'"),
+    (('"id": "b"', '"id": "a"'), " article 1", "question id 'a' is used twice (first in article 1)"),
+    (('"qas": [', '"qas": [,'), "3", "not valid JSON in article 1"),
+    (('"text": "Pdb", ', ''), " article 1", "an answer of question 'b' has no 'text'"),
 ])
-def test_bad_files_fail_with_file_and_line(tmp_path, edit, line, problem):
+def test_bad_files_fail_with_file_and_article_or_line(tmp_path, edit, where, problem):
     path = write(tmp_path, GOOD.replace(*edit))
     with pytest.raises(SquadFormatError) as e:
         read_squad(path)
-    assert str(e.value).startswith(f"{path}:{line}: ") and problem in str(e.value)
+    assert str(e.value).startswith(f"{path}:{where}: ") and problem in str(e.value)
     assert "\n" not in str(e.value)
 
 

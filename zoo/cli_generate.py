@@ -181,6 +181,10 @@ def generate_here(payload: dict) -> int:
     try:
         arch, model, tok = load(payload, ctx)
     except (CheckpointError, HFImportError, LayoutError, ValueError, FileNotFoundError) as e:
+        from megazoo.core.train.user_errors import debug
+
+        if debug():
+            raise  # MEGAZOO_DEBUG=1: the traceback behind the line
         if ctx.rank == 0:
             print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

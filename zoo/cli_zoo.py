@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
             return 0
         info = summary(args.name)
     except CardError as e:
+        from megazoo.core.train.user_errors import debug
+
+        if debug():
+            raise  # MEGAZOO_DEBUG=1: the traceback behind the line
         print(f"megazoo zoo: error: {e}", file=sys.stderr)
         return 2
     if args.json:

@@ -54,12 +54,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     """A bad input or setting is a DataError (a ValueError): one line, exit 2, at the boundary in megazoo/cli.py."""
-    from megazoo.core.data.tokenizer_train import train_tokenizer
+    import sys
+    import warnings
 
-    out = train_tokenizer(args.kind, args.input, args.vocab_size, args.out, lowercase=args.lowercase,
-                          min_frequency=args.min_frequency, specials=args.special_tokens,
-                          model_type=args.model_type, field=args.field, progress=not args.quiet,
-                          overwrite=args.overwrite, time_limit=args.time_limit)
+    from megazoo.core.data.tokenizer_train import VocabularyShortfall, shortfall, train_tokenizer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VocabularyShortfall)  # said below, as one line
+        out = train_tokenizer(args.kind, args.input, args.vocab_size, args.out, lowercase=args.lowercase,
+                              min_frequency=args.min_frequency, specials=args.special_tokens,
+                              model_type=args.model_type, field=args.field, progress=not args.quiet,
+                              overwrite=args.overwrite, time_limit=args.time_limit)
+    message = shortfall(out)
+    if message:
+        print(f"{PROG} train: warning: {message}", file=sys.stderr)
     from megazoo.core.data.tokenizers import build_tokenizer
 
     tok = build_tokenizer(str(out))  # the check that `data.tokenizer: OUT` works, and its figures

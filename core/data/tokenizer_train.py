@@ -39,6 +39,7 @@ import re
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -152,12 +153,44 @@ def train_tokenizer(kind: str, inputs: Sequence[str | os.PathLike], vocab_size: 
             build = _wordpiece if kind == "wordpiece" else _bpe
             config = build(texts, tmp, vocab_size, tokens, lowercase, min_frequency, progress, time_limit)
         (tmp / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
-        record = {"kind": kind, "vocab_size": vocab_size, "special_tokens": tokens, "lowercase": lowercase,
-                  "min_frequency": min_frequency, "inputs": inputs, "field": field}
+        record = {"kind": kind, "vocab_size": vocab_size, "trained_vocab_size": _trained_size(tmp),
+                  "special_tokens": tokens, "lowercase": lowercase, "min_frequency": min_frequency,
+                  "inputs": inputs, "field": field}
         if kind == "sentencepiece":
             record["model_type"] = model_type
         (tmp / RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    message = shortfall(target)
+    if message:
+        warnings.warn(VocabularyShortfall(message), stacklevel=2)
     return target
+
+
+class VocabularyShortfall(UserWarning):
+    """The trained vocabulary is smaller than the --vocab-size asked for (the message says why)."""
+
+
+def _trained_size(folder: Path) -> int:
+    """Tokens in the trained tokenizer.json (specials included), as transformers counts them."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(folder / "tokenizer.json")).get_vocab_size(with_added_tokens=True)
+
+
+def shortfall(folder: str | os.PathLike) -> str | None:
+    """Why a trained folder's vocabulary is smaller than asked, or None when it has the asked size.
+    The wordpiece and bpe trainers stop early, without a word, once no piece or merge occurs at least
+    min_frequency times (SentencePiece refuses instead: hard_vocab_limit)."""
+    record = json.loads((Path(folder) / RECORD).read_text())
+    asked, got = record["vocab_size"], record.get("trained_vocab_size", record["vocab_size"])
+    if got >= asked:
+        return None
+    mf = record.get("min_frequency", 2)
+    unit = "merges" if record.get("kind") == "bpe" else "word pieces"
+    why = (f"the input holds no more {unit} that occur at least --min-frequency {mf} times" if mf > 1 else
+           f"the input holds no more {unit} to learn (every word is a single token already)")
+    lower = ", lower --min-frequency" if mf > 1 else ""
+    return (f"{folder}: the vocabulary has {got:,} tokens, not the {asked:,} asked for (--vocab-size): {why}; "
+            f"give more text{lower}, or train with model.vocab_size={got} (the size it has)")
 
 
 def within_time(work, time_limit: float | None, what: str):

@@ -6,13 +6,15 @@ never a half-written file, and a failed write leaves no temporary file behind.
     write_json_atomic(path, obj, fsync=True)        # durable across a power loss (checkpoints)
     with atomic_file(path) as f: np.save(f, array)  # any writer that takes a binary file
     with atomic_folder(out_dir) as tmp: ...         # a whole folder (model exports, tokenizers)
+    widen_to_umask(folder)                          # what a private writer made, readable per the umask
 
 The temporary file sits beside the target (os.replace is atomic only within one file system), has
 a unique name ending in `.tmp` that carries the writer's pid (`NAME.mzPID-HEX.tmp`: concurrent
 writers do not collide, checkpoint clean-up knows the suffix, and the next writer of the same target
 removes what a killed one left) and the usual permissions (created like open() does, not 0600 as
-mkstemp makes it). Scratch folders are `.NAME.tmp-PID-XXXX` with a marker file inside: only folders
-that carry the marker and whose process is gone are ever removed by a later run.
+mkstemp makes it). Scratch folders are `.NAME.tmp-PID-HEX` with a marker file inside, made like
+mkdir does (the umask's permissions, not mkdtemp's 0700: outputs stay readable where the umask
+allows); only folders that carry the marker and whose process is gone are ever removed by a later run.
 With fsync=True the data is flushed to disk before the rename and the directory after it, so the
 rename itself survives a crash.
 """
@@ -25,7 +27,6 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
@@ -93,11 +94,52 @@ def sweep_stale(target: str | os.PathLike) -> None:
 
 
 def scratch_folder(out: str | os.PathLike) -> Path:
-    """A new, uniquely named, marked scratch folder beside `out` (created by this call)."""
+    """A new, uniquely named, marked scratch folder beside `out` (created by this call).
+
+    Made with a plain mkdir, so it has the permissions the user's umask gives any folder (0755 under
+    umask 022), not mkdtemp's 0700: it becomes the output, which colleagues on a shared machine
+    may need to read. The unique name (pid and random hex, created exclusively) keeps writers apart."""
     out = Path(out)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
-    (tmp / SCRATCH_MARKER).write_text(f"{os.getpid()}\n")
-    return tmp
+    for _ in range(100):
+        tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            os.mkdir(tmp)  # mode 0o777 less the umask; fails if the name exists (never reused)
+        except FileExistsError:
+            continue
+        (tmp / SCRATCH_MARKER).write_text(f"{os.getpid()}\n")
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free scratch folder name after 100 tries", str(out.parent))
+
+
+def current_umask() -> int:
+    """This process's umask, read without changing it where the system says it (Linux's
+    /proc/self/status); elsewhere set and restored at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def widen_to_umask(root: str | os.PathLike) -> None:
+    """Give every folder and file under `root` (itself included) at least the permissions a plain
+    mkdir/open would under the current umask. Libraries that write privately (safetensors makes its
+    files 0600, mkdtemp 0700) would otherwise leave outputs colleagues cannot read; bits already set
+    (an executable script) are kept, and nothing beyond what the umask allows is added."""
+    mask = current_umask()
+    for folder, dirs, names in os.walk(root):
+        for path, full in [(folder, 0o777)] + [(os.path.join(folder, n), 0o666) for n in names]:
+            if os.path.islink(path):
+                continue
+            mode = os.stat(path).st_mode & 0o7777
+            want = mode | ((0o777 if mode & 0o111 else full) & ~mask)  # an executable as a linker makes it
+            if want != mode:
+                os.chmod(path, want)
 
 
 @contextmanager
@@ -167,6 +209,7 @@ def atomic_folder(out: str | os.PathLike, overwrite: bool = False) -> Iterator[P
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    widen_to_umask(tmp)  # readable where the umask allows, as if each file had been made with open()
     old = None
     if out.exists():
         old = out.parent / f".{out.name}.old-{os.getpid()}-{secrets.token_hex(4)}"

@@ -49,13 +49,20 @@ class PathRole:
     kind: file | folder | prefix (the output is the files named by `also`, e.g. P.bin and P.idx) |
     any. also: the further outputs derived from the value (a predictions file beside FILE.json).
     resumable: an existing output is continued, not replaced. inside_ok: (inputs) outputs may be
-    written inside this folder (a run folder holding its evaluations)."""
+    written inside this folder (a run folder holding its evaluations). hf: (inputs) the value may
+    also be a Hugging Face dataset, and `hf:NAME[:CONFIG][@SPLIT]` is a Hub id, not a path."""
 
     role: str
     kind: str = "any"
     also: Callable[[Path], Iterable[Path]] | None = None
     resumable: bool = False
     inside_ok: bool = False
+    hf: bool = False
+
+
+HF_PREFIX = "hf:"  # a Hub id where an input is declared with hf=True (eval/readers/hf_source.py)
+HF_HELP = (" (or the same data as a Hugging Face dataset: a save_to_disk folder, parquet/arrow files, or "
+           "hf:NAME[:CONFIG][@SPLIT])")
 
 
 @dataclass(frozen=True)
@@ -71,9 +78,13 @@ def _add(parser, flags, role: PathRole, kw) -> argparse.Action:
     return action
 
 
-def input_arg(parser, *flags: str, kind: str = "any", inside_ok: bool = False, **kw) -> argparse.Action:
-    """`parser.add_argument` for a path the command reads."""
-    return _add(parser, flags, PathRole("input", kind, inside_ok=inside_ok), kw)
+def input_arg(parser, *flags: str, kind: str = "any", inside_ok: bool = False, hf: bool = False,
+              **kw) -> argparse.Action:
+    """`parser.add_argument` for a path the command reads. hf: the reader also takes a Hugging Face
+    dataset, `hf:NAME` included (said in the help; an `hf:` value is not checked as a path)."""
+    if hf and kw.get("help"):
+        kw["help"] += HF_HELP
+    return _add(parser, flags, PathRole("input", kind, inside_ok=inside_ok, hf=hf), kw)
 
 
 def output_arg(parser, *flags: str, kind: str = "file", also: Callable[[Path], Iterable[Path]] | None = None,
@@ -179,6 +190,8 @@ def declared(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[
         if role is None or value is None:
             continue
         for v in value if isinstance(value, (list, tuple)) else [value]:
+            if role.hf and isinstance(v, str) and v.startswith(HF_PREFIX):
+                continue  # a Hub id: nothing on disk to protect
             if isinstance(v, (str, os.PathLike)) and (os.fspath(v) != "" or role.role == "output"):
                 found.append(Declared(_label(action), os.fspath(v), role))
     return found

@@ -80,6 +80,10 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
         raise PlanError(f"{local} is not divisible by tp {t} (sequence parallelism splits it)")
     if layout.recompute not in ("none", "selective", "full"):
         raise PlanError(f"recompute must be none, selective or full, got {layout.recompute!r}")
+    if layout.pipeline_engine not in ("megatron", "deepspeed"):
+        raise PlanError(f"pipeline_engine must be megatron or deepspeed, got {layout.pipeline_engine!r}")
+    if layout.pipeline_engine == "deepspeed" and layout.vpp > 1:
+        raise PlanError("DeepSpeed's pipeline engine has no interleaved schedule; use vpp 1")
     if layout.precision not in ("bf16", "fp16", "fp32"):
         raise PlanError(f"precision must be bf16, fp16 or fp32, got {layout.precision!r}")
     per_step = layout.dp * layout.micro_batch

@@ -185,6 +185,7 @@ class Layout:
     overlap_param_gather: bool = False
     tp_comm_overlap: bool = False
     scatter_gather: bool = True  # pp sends 1/tp of the activation over the network (Narayanan 2021)
+    pipeline_engine: str = "megatron"  # megatron | deepspeed: whose 1F1B runs the pipeline (timing.bubble_time)
 
     @property
     def dp(self) -> int:
@@ -235,14 +236,16 @@ class GPU:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """The one global set of efficiency constants, shared by every GPU, model and layout. They were
-    set once against the whole validation table (bench/RESULTS.md lists it, with the sensitivity of
-    the result to each constant); no row has constants of its own."""
+    """The one global set of efficiency constants, shared by every GPU, model and layout. They are
+    set against the whole validation table (core/plan/published.py; `megazoo plan --validate`);
+    no row has constants of its own. gemm_fraction, gemm_dim_half and kernel_overhead_s are the
+    fitted ones (core/plan/fit.py picks them from a grid; issue 44 refit them on 43 rows, from 0.85,
+    96 and 6 us); tests/test_plan_validation.py refits them without each source in turn."""
 
     gemm_fraction: float = 0.85  # of the GPU's sustained matmul rate reached by a model's large GEMMs
-    gemm_dim_half: float = 96.0  # a GEMM dimension d costs d/(d + this) (tile and wave quantisation)
+    gemm_dim_half: float = 24.0  # a GEMM dimension d costs d/(d + this) (tile and wave quantisation)
     flash_fraction: float = 0.55  # fused attention kernels relative to a large GEMM
-    kernel_overhead_s: float = 6e-6  # launch gap and tail per kernel, paid by small kernels most
+    kernel_overhead_s: float = 3e-6  # launch gap and tail per kernel, paid by small kernels most
     hbm_fraction: float = 0.80  # of HBM bandwidth reached by element-wise kernels
     link_fraction: float = 0.75  # of link bandwidth reached by collectives (NCCL bus bandwidth)
     overlap_exposed: float = 0.25  # share of an overlapped communication left on the critical path

@@ -35,6 +35,14 @@ class StepTime:
         return self.compute + self.bubble + self.pp_comm + self.dp_comm + self.optimizer + self.other
 
 
+# HBM bytes per logit of Megatron-LM's vocab-parallel cross-entropy, forward and backward: the fp32
+# cast of the bf16 logits (2 + 4), the max (4), subtracting it (4 + 4), exp in place (4 + 4), the sum
+# (4), the division into the softmax kept for backward (4 + 4), the backward's scaling by the loss
+# gradient (4 + 4) and the cast back to bf16 for the output layer's backward GEMMs (4 + 2). It moves the
+# rows whose vocabulary is large against the hidden size (the H100 table's 1.7B: V = 131,072, h = 2048).
+CROSS_ENTROPY_BYTES = 52
+
+
 def gemm_time(m: float, k: float, n: float, gpu: GPU, eff: Efficiency, batch: float = 1.0) -> float:
     """Seconds for `batch` GEMMs of (m x k) @ (k x n)."""
     shape_eff = 1.0
@@ -265,7 +273,7 @@ def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Eff
     tp_one = 2 * (t - 1) / t * e * s * b * h / tp_bandwidth(layout, gpu, eff) if t > 1 else 0.0
     if stage == layout.pp - 1:  # output layer GEMMs and cross-entropy
         vocab = shape_vocab(shape, t) / t
-        seconds += 3 * gemm_time(b * s, h, vocab, gpu, eff) + _bytes_time(20 * b * s * vocab, gpu, eff)
+        seconds += 3 * gemm_time(b * s, h, vocab, gpu, eff) + _bytes_time(CROSS_ENTROPY_BYTES * b * s * vocab, gpu, eff)
         seconds += 2 * tp_one * exposed
         tp_total += 2 * tp_one * exposed
         flops += 6 * b * s * h * vocab
@@ -275,13 +283,32 @@ def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Eff
     return seconds, tp_total, flops, cp_total, ep_total
 
 
+def bubble_time(layout: Layout, t_mb: float) -> float:
+    """Pipeline fill and drain: (p - 1) / v micro-batch times (forward, recompute and backward) for
+    Megatron-LM's 1F1B and interleaved schedules.
+
+    DeepSpeed's pipeline engine (layout.pipeline_engine "deepspeed", no interleaving) pays twice
+    that, 2 (p - 1) micro-batch times. The rule is read off MT-NLG's table, the one source that
+    varies the number of micro-batches at a fixed pipeline: its three step times (60.1, 50.2, 44.4 s
+    at 240, 192, 160 micro-batches) fall on a line whose slope is the planner's micro-batch time
+    (within 6%) and whose intercept, the part that does not shrink with the micro-batches, is 13 s
+    where the Megatron bubble leaves 7 s (docs/parallelism.md). DeepSpeed's TrainSchedule runs 2 (m + p - 1)
+    alternating forward and backward steps with blocking sends and receives between neighbours;
+    during fill and drain a stage's idle slots wait on its neighbours' opposite passes, which is
+    where the second (p - 1) comes from (the mechanism is our reading of the schedule; the size is
+    the table's)."""
+    p, v = layout.pp, layout.vpp
+    slots = 2 * (p - 1) if layout.pipeline_engine == "deepspeed" else (p - 1) / v
+    return slots * t_mb
+
+
 def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> StepTime:
     p, v, m = layout.pp, layout.vpp, layout.num_micro_batches
     per_stage = [stage_micro_batch_time(shape, layout, gpu, eff, i) for i in range(p)]
     slowest = max(range(p), key=lambda i: per_stage[i][0])
     t_mb, tp_mb, flops_mb, cp_mb, ep_mb = per_stage[slowest]
     compute = m * t_mb
-    bubble = (p - 1) / v * t_mb
+    bubble = bubble_time(layout, t_mb)
     # pipeline sends: each chunk boundary sends the activation forward and its gradient back
     s = (layout.seq_length or shape.seq_length) // layout.cp
     e = 4 if layout.precision == "fp32" else 2

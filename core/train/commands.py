@@ -43,7 +43,7 @@ def run_recipe_command(args, prog: str, load, run_here) -> int:
     `run_here` must be a module-level function (ranks import it)."""
     from megazoo.core.parallel.launch import launch_local
     from megazoo.core.train.errors import ConfigError
-    from megazoo.core.train.user_errors import one_line
+    from megazoo.core.train.user_errors import debug, one_line
 
     overrides = [item for group in args.overrides for item in group]
     env_world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -56,6 +56,8 @@ def run_recipe_command(args, prog: str, load, run_here) -> int:
         cfg = load(args.recipe, overrides)
         cfg.validate(env_world if under_launcher else nproc)
     except ConfigError as e:
+        if debug():
+            raise  # MEGAZOO_DEBUG=1: the traceback behind the line (megazoo/cli.py lets it through)
         print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     if under_launcher or nproc == 1:
@@ -110,7 +112,7 @@ def run_in_rank(prog: str, body, errors: tuple = (), run_dir=None) -> int:
     another run or a damaged checkpoint) unless an OSError caused it; Ctrl-C returns 130 and names `run_dir`, where the partial run is. The
     `run_here` functions of recipe commands are built on it."""
     from megazoo.core.parallel.launch import setup_rank, teardown_rank
-    from megazoo.core.train.user_errors import classify, debug, one_line
+    from megazoo.core.train.user_errors import classify, debug, one_line, reveal_causes
 
     rank, world = setup_rank()
     try:
@@ -123,7 +125,10 @@ def run_in_rank(prog: str, body, errors: tuple = (), run_dir=None) -> int:
             print(f"\n{prog}: interrupted.{where}", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - known errors become one line; a bug keeps its traceback
-        known = None if debug() else classify(e)
+        if debug():
+            reveal_causes(e)
+            raise  # MEGAZOO_DEBUG=1: every error with its traceback and the errors it was raised from
+        known = classify(e)
         if known is None and not isinstance(e, errors):
             raise
         if rank == 0:

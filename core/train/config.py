@@ -47,6 +47,14 @@ class TrainConfig:
     init_from: Any = None  # start from these weights (HF folder, import-hf folder, training checkpoint)
     epochs: int = 0  # > 0: train.steps = epochs x training samples / global_batch
     warmup_fraction: float = 0.0  # > 0: train.warmup = this fraction of the steps
+    # [start, increment, samples]: Megatron's --rampup-batch-size (core/train/rampup.py)
+    rampup_batch_size: Any = None
+    # schedules in samples or tokens (tokens = samples x model.seq_length), counted from the run's start;
+    # 0: unset (a decay end of 0 is the run's end)
+    lr_warmup_samples: int = 0
+    lr_decay_samples: int = 0
+    lr_warmup_tokens: int = 0
+    lr_decay_tokens: int = 0
     compile: bool = False  # torch.compile of each model chunk; off by default (2-9% a step on CPU, minutes to compile)
     compile_backend: str = "inductor"  # the torch.compile backend (aot_eager: no C++ compiler needed)
     allocator: str = "keep"  # keep: on a CPU, freed memory stays mapped (no page faults); system: libc's default
@@ -88,6 +96,9 @@ class CheckpointConfig:
     async_save: bool = False  # write in a background thread; training waits only for the CPU copy
     best_metric: Any = None  # keep the best checkpoint (under <dir>/best) by this validation metric
     best_mode: str = "auto"  # max | min | auto (min for loss and ppl, max otherwise)
+    # a rerun into a run's folder with changed training settings (train.lr, ...): refused unless true;
+    # then it trains with them and config.yaml records each change (core/train/history.py)
+    allow_changes: bool = False
 
 
 @dataclass
@@ -127,6 +138,10 @@ class RunConfig:
     def from_dict(cls, d: dict, where: str = "config") -> "RunConfig":
         if not isinstance(d, dict):
             raise ConfigError(f"{where}: expected a mapping of sections (model, parallel, train, ...), got {type(d).__name__}")
+        if "history" in d:  # a run's config.yaml as a recipe: the values it trains with now
+            from megazoo.core.train.history import apply_history
+
+            d = apply_history(d)
         cfg = cls()
         for key, value in d.items():
             cfg.set(key, value, where)
@@ -297,6 +312,9 @@ class RunConfig:
             raise ConfigError(f"need train.epochs >= 0 and 0 <= train.warmup_fraction < 1, got {t.epochs} and "
                               f"{t.warmup_fraction}")
         check_int_bounds(self)
+        from megazoo.core.train.rampup import check_ramp, check_schedule
+
+        check_ramp(t, dp)  # one line each before any rank starts; the schedule once the model is known
         if self.checkpoint.best_mode not in ("auto", "max", "min"):
             raise ConfigError(f"checkpoint.best_mode must be auto, max or min, got {self.checkpoint.best_mode!r}")
         from megazoo.core.train.trainable import parse_patterns
@@ -313,6 +331,8 @@ class RunConfig:
         check_context_parallel(self, builder)  # one line before any rank starts
         check_takes_effect(self, builder.to_dict())  # experts on no layer, ep without experts
         check_memory(self, builder, world_size)  # sizes that cannot fit, before anything is allocated
+        if not t.epochs:  # with train.epochs the steps follow the data: the trainer checks it then
+            check_schedule(t, builder.seq_length)
         if not self.data.synthetic:
             from megazoo.core.train.data import data_settings
 

@@ -5,9 +5,10 @@ model builder's own data, e.g. BERT's input_ids, token_type_ids, attention_mask,
 micro-batches are dicts of the stacked tensors.
 
 Step k of a run consumes global samples [c, c + global_batch) where c is the number of samples
-consumed so far; data-parallel rank r takes the r-th contiguous part of it and cuts it into
-micro-batches. Every layout (dp, accumulation, one big batch) therefore sees the same samples per
-step, and a resumed run continues exactly where it stopped.
+consumed so far (under train.rampup_batch_size: the step's own batch, core/train/rampup.py);
+data-parallel rank r takes the r-th contiguous part of it and cuts it into micro-batches. Every
+layout (dp, accumulation, one big batch) therefore sees the same samples per step, and a resumed
+run continues exactly where it stopped.
 
 Sources:
   - `SyntheticSource`: deterministic, learnable token sequences (tests and benchmarks);
@@ -129,9 +130,10 @@ class Batches:
         self.cp, self.cp_rank = cp, cp_rank
         self.collate = collate or stack_samples
 
-    def step(self, consumed: int) -> list[dict]:
-        """Micro-batches of the global batch that starts at sample `consumed`."""
-        per_rank = self.global_batch // self.dp
+    def step(self, consumed: int, global_batch: int | None = None) -> list[dict]:
+        """Micro-batches of the global batch that starts at sample `consumed` (`global_batch`: this
+        step's size under a batch ramp-up, a multiple of micro_batch x dp; default the constant one)."""
+        per_rank = (global_batch or self.global_batch) // self.dp
         first = consumed + self.dp_rank * per_rank
         out = []
         for m in range(per_rank // self.micro_batch):

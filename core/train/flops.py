@@ -8,6 +8,7 @@ GPU is not listed.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -76,6 +77,26 @@ def peak_flops(dtype: torch.dtype, device: torch.device, world_size: int = 1) ->
     # CPU: the ranks share one machine; measure with all the threads the run uses
     threads = max(1, min(cpu_count(), torch.get_num_threads() * world_size))
     return gemm_flops(dtype, "cpu", threads), f"measured {dtype_name(dtype)} GEMM, {threads} CPU threads"
+
+
+def capped_mfu(achieved: float, peak: float, source: str = "") -> tuple[float, str | None]:
+    """(model FLOPs utilisation in [0, 1], or NaN; why it is not the plain ratio, or None).
+
+    MFU above 100% means the peak is wrong, not the run fast: a measured peak can come out low (a
+    busy machine, fewer threads than the run uses) and a device may be missing from the table. The
+    value is then capped at 1 (unknown peak: NaN) and the reason says how to give the real peak."""
+    fix = "set MEGAZOO_PEAK_TFLOPS to the device's dense peak for a true MFU"
+    if not (math.isfinite(peak) and peak > 0):
+        return float("nan"), f"MFU unknown: no peak FLOP/s for this device ({source or 'none'}); {fix}"
+    if achieved > peak:
+        return 1.0, (f"MFU capped at 100%: the run reached {achieved / 1e12:.3f} TFLOP/s, above the peak of "
+                     f"{peak / 1e12:.3f} TFLOP/s ({source or 'given'}), so that peak is too low; {fix}")
+    return achieved / peak, None
+
+
+def percent(mfu: float) -> str:
+    """MFU as printed: `41.2%`, or `n/a` when the peak is unknown."""
+    return f"{100 * mfu:.1f}%" if math.isfinite(mfu) else "n/a"
 
 
 def cpu_count() -> int:

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from megazoo.core.train.flops import percent
+
 
 class Monitor:
     def __init__(self, run_dir: Path, total_steps: int, first_step: int = 0, progress: bool = True,
@@ -53,7 +55,7 @@ class Monitor:
         self.write(record)
         if self.bar is not None:
             post = {"loss": f"{record['loss']:.4f}", "tok/s": f"{record['tokens_per_s']:.0f}",
-                    "TFLOP/s": f"{record['tflops']:.3f}", "MFU": f"{100 * record['mfu']:.1f}%"}
+                    "TFLOP/s": f"{record['tflops']:.3f}", "MFU": percent(record["mfu"])}
             if "loss_scale" in record:
                 post["scale"] = f"{record['loss_scale']:.0f}"
             self.bar.set_postfix(post, refresh=False)
@@ -110,21 +112,30 @@ class Monitor:
         plt.close(fig)
         return path
 
+    @staticmethod
+    def _steps_line(info: dict) -> str:
+        """The steps the run is at, and how many of them this invocation trained (a resumed run)."""
+        steps, first = info.get("steps"), info.get("first_step", 0)
+        done = f"{steps}" if not first else f"{steps}  (resumed at step {first}: {steps - first} trained now)"
+        return f"{done}  ({info.get('skipped', 0)} skipped)  in {info.get('wall_s', 0):.1f} s"
+
     def summary(self, info: dict) -> str:
         """A one-screen summary; written to summary.txt and returned."""
         h = [r for r in self.history if math.isfinite(r["loss"])]
         lines = [f"run          {info.get('name')}  ({info.get('layout')})",
                  f"model        {info.get('model')}",
                  f"data         {info.get('data')}",
-                 f"steps        {info.get('steps')}  ({info.get('skipped', 0)} skipped)  in {info.get('wall_s', 0):.1f} s"]
+                 f"steps        {self._steps_line(info)}"]
         if h:
             tail = h[-min(len(h), 5):]
             tps = sum(r["tokens_per_s"] for r in tail) / len(tail)
-            mfu = sum(r["mfu"] for r in tail) / len(tail)
+            mfu = min(sum(r["mfu"] for r in tail) / len(tail), 1.0)
             tfl = sum(r["tflops"] for r in tail) / len(tail)
             lines += [f"loss         {h[0]['loss']:.4f} -> {h[-1]['loss']:.4f}",
-                      f"throughput   {tps:,.0f} tokens/s, {tfl:.3f} TFLOP/s, MFU {100 * mfu:.1f}% of {info.get('peak')}",
+                      f"throughput   {tps:,.0f} tokens/s, {tfl:.3f} TFLOP/s, MFU {percent(mfu)} of {info.get('peak')}",
                       f"tokens       {h[-1]['consumed_tokens']:,}"]
+            if info.get("mfu_note"):
+                lines.append(f"note         {info['mfu_note']}")
         if self.valid:
             v = self.valid[-1]
             lines.append(f"validation   loss {v['loss']:.4f}, perplexity {v['ppl']:.2f}")

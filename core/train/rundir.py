@@ -3,6 +3,7 @@ before the first step, so a mistake costs seconds rather than a whole run.
 
     check_name(name)                    # `name` makes runs/<name>: a plain folder name only
     check_one_run(cfg, resume_folder)   # no second run mixed into an earlier run's folder
+    own_checkpoint(cfg, resume_folder)  # the run continues its own folder's checkpoint
     check_writable(cfg, monitor)        # log.dir and checkpoint.dir can be created and written
     check_space(cfg, state)             # the checkpoint disk holds at least one more checkpoint
 
@@ -33,6 +34,11 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def own_checkpoint(cfg, resume_folder) -> bool:
+    """Whether the run continues from a checkpoint of its own folder (checkpoint.dir)."""
+    return resume_folder is not None and _inside(resume_folder, Path(cfg.checkpoint_dir()))
+
+
 def check_one_run(cfg, resume_folder, monitor: bool = True) -> None:
     """Refuse to start a run in a folder that holds another run's checkpoints or metrics (the
     checkpoints would be overwritten and metrics.jsonl would hold two runs interleaved): a run
@@ -43,8 +49,8 @@ def check_one_run(cfg, resume_folder, monitor: bool = True) -> None:
     ckpt, run = Path(cfg.checkpoint_dir()), Path(cfg.run_dir())
     if not (monitor or cfg.checkpoint.save):
         return
-    if resume_folder is not None and _inside(resume_folder, ckpt):
-        return  # continuing this folder's own run
+    if own_checkpoint(cfg, resume_folder):
+        return  # continuing this folder's own run (history.check_rerun compares its settings)
     earlier = []
     iters = iter_dirs(ckpt)
     if iters:

@@ -21,17 +21,18 @@ import torch
 import torch.distributed as dist
 
 from megazoo.core.nn.moe.metrics import moe_metrics, set_aux_grad_scale
-from megazoo.core.optim import AdamWSettings, ConstantScaler, DynamicScaler, LRSchedule, MixedPrecisionOptimizer
+from megazoo.core.optim import AdamWSettings, ConstantScaler, DynamicScaler, MixedPrecisionOptimizer
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.device import set_allocator_policy, synchronize
 from megazoo.core.parallel.pipeline import forward_backward
-from megazoo.core.train import checkpointing, rundir
+from megazoo.core.train import checkpointing, history, rundir
 from megazoo.core.train.config import RunConfig
 from megazoo.core.train.config_checks import check_context_parallel
 from megazoo.core.train.errors import ConfigError
 from megazoo.core.train.data import Batches, build_sources
-from megazoo.core.train.flops import peak_flops
+from megazoo.core.train.flops import capped_mfu, peak_flops
 from megazoo.core.train.monitor import Monitor
+from megazoo.core.train.rampup import SampleSchedule, build_ramp, check_schedule
 from megazoo.core.train.trainable import apply_trainable
 
 
@@ -78,6 +79,7 @@ class Trainer:
         self._load_initial_weights(resume_folder)
         self._build_optimizer()
         self._build_data()
+        self.rerun = self._check_rerun(resume_folder)  # every rank: a refused change fails them all
         self._start_run_state()
         if world > 1:
             dist.barrier()
@@ -138,8 +140,11 @@ class Trainer:
             derive_steps(cfg, len(train_source))
         if t.warmup_fraction:
             t.warmup = int(t.warmup_fraction * t.steps)
-        # the schedule after the step count is known (train.epochs derives it from the data)
-        self.schedule = LRSchedule(t.lr, t.min_lr, t.warmup, t.steps, t.decay)
+        # the schedule after the step count is known (train.epochs derives it from the data); in steps,
+        # or in samples/tokens under a batch ramp-up or lr_*_samples/tokens (core/train/rampup.py)
+        check_schedule(t, self.builder.seq_length)
+        self.schedule = SampleSchedule(t, self.builder.seq_length)
+        self.ramp = build_ramp(t)  # None: every step takes train.global_batch
         self.num_micro = cfg.micro_batches_per_step(ctx.dp)
         collate = self.builder.collate
         # under context parallelism each cp rank takes its two chunks of every sequence
@@ -149,6 +154,15 @@ class Trainer:
                                   ctx.cp, ctx.cp_rank)
         # a task's (finite) validation split is read whole (the last batch wraps around to fill it)
         self.valid_iters = -(-len(valid_source) // t.global_batch) if self.builder.whole_valid_split else t.eval_iters
+
+    def _check_rerun(self, resume_folder):
+        """A rerun that continues this folder's own run: its changed settings, compared with the
+        run's config.yaml (refused, or recorded by _start_log); None for a run that starts here."""
+        cfg = self.cfg
+        path = cfg.run_dir() / "config.yaml"
+        if not (rundir.own_checkpoint(cfg, resume_folder) and path.is_file()):
+            return None
+        return history.check_rerun(path, self._resolved_dict(), cfg.checkpoint.allow_changes, cfg.run_dir())
 
     def _start_run_state(self) -> None:
         """Counters, the best-checkpoint tracker, the peak FLOP/s for MFU and the async saver."""
@@ -164,6 +178,7 @@ class Trainer:
         # peak FLOP/s: rank 0 measures while the others wait, so the measurement has the machine
         self.peak, self.peak_source = (peak_flops(self.dtype, ctx.device, ctx.world_size) if self.is_logger
                                        else (float("nan"), ""))
+        self.mfu_note = None  # why MFU is capped or unknown, once it is (flops.capped_mfu)
         # asynchronous saves: a background writer with its own gloo group (made on every rank)
         self.saver = (checkpointing.AsyncCheckpointer(ctx) if cfg.checkpoint.save and cfg.checkpoint.async_save
                       else None)
@@ -189,7 +204,8 @@ class Trainer:
                                enabled=monitor and self.is_logger)
         if not (self.is_logger and monitor):
             return
-        (self.run_dir / "config.yaml").write_text(self._resolved_yaml())
+        # a rerun keeps the values the run started with and appends its changes (core/train/history.py)
+        history.write_config(self.run_dir / "config.yaml", self._resolved_dict(), self.rerun, self.step, t.steps)
         self.monitor.message(f"megazoo train: {cfg.name}: {self.layout()}, {self.builder.num_parameters(ctx.tp):,} "
                              f"parameters, {cfg.precision.dtype}, peak {self.peak / 1e12:.3f} TFLOP/s "
                              f"({self.peak_source}); allocator {self.allocator_policy}"
@@ -198,6 +214,10 @@ class Trainer:
             self.monitor.message(f"resumed from {resumed_from} at step {self.step}")
         elif self.init_report is not None:
             self.monitor.message(describe_init(t.init_from, self.init_report))
+        if self.ramp is not None:
+            self.monitor.message(self.ramp.describe())
+        if self.schedule.unit != "steps":
+            self.monitor.message(self.schedule.describe())
         if t.trainable not in (None, "all"):
             self.monitor.message(f"train.trainable={t.trainable}: {len(self.trainable)} trainable tensors on "
                                  f"rank 0 (e.g. {', '.join(self.trainable[:3])})")
@@ -210,12 +230,15 @@ class Trainer:
                 + (", sp" if c.sp else "") + (", ZeRO-1" if self.cfg.optim.distributed else "")
                 + (f", recompute {self.cfg.recompute}" if self.cfg.recompute != "none" else ""))
 
-    def _resolved_yaml(self) -> str:
+    def batch_size(self) -> int:
+        """The global batch of the next step: train.global_batch, or the ramp's at the samples consumed."""
+        return self.ramp(self.consumed_samples) if self.ramp is not None else self.cfg.train.global_batch
+
+    def _resolved_dict(self) -> dict:
+        """The fully resolved config (the model section as the builder resolved it)."""
         d = self.cfg.to_dict()
         d["model"] = self.builder.to_dict()
-        import yaml
-
-        return yaml.safe_dump(d, sort_keys=False)
+        return d
 
     def _global_counts(self, micro_batches: list[dict]) -> dict[str, float]:
         """The builder's loss normalisers over the whole global batch (summed over data parallelism and,
@@ -258,19 +281,20 @@ class Trainer:
             raise TrainingStopped(f"step {step_number}: the loss is {loss}; stopping. Lower train.lr, raise "
                                   f"train.warmup, or check the data; the last finite loss was "
                                   f"{next((x for x in reversed(self.losses) if math.isfinite(x)), float('nan'))}")
-        lr = self.schedule(self.step)
+        batch = len(micro_batches) * self.cfg.train.micro_batch * ctx.dp  # this step's global batch
+        lr = self.schedule(self.step, self.consumed_samples, batch)
         result = self.optimizer.step(lr)
         if not result.skipped and not math.isfinite(result.grad_norm):
             raise TrainingStopped(f"step {step_number}: the gradient norm is {result.grad_norm}; stopping")
         self.step = step_number
-        self.consumed_samples += self.cfg.train.global_batch
+        self.consumed_samples += batch
         self.losses.append(loss)
         if result.skipped:
             self.skipped += 1
             self.monitor.message(f"step {step_number}: fp16 gradient overflow on some rank; step skipped on every "
                                  f"rank, loss scale now {self.scaler.scale:g}")
         return {"step": step_number, "loss": loss, "lr": lr, "grad_norm": result.grad_norm, "skipped": result.skipped,
-                "loss_scale": scale}
+                "loss_scale": scale, "global_batch": batch}
 
     @torch.no_grad()
     def evaluate(self, iters: int | None = None) -> dict:
@@ -301,6 +325,17 @@ class Trainer:
         loss = total / max(weight, 1e-30)
         return {"step": self.step, "split": "valid", "loss": loss, "ppl": math.exp(min(loss, 700.0)), **metrics}
 
+    def _mfu(self, achieved: float) -> float:
+        """This step's MFU (rank 0), capped at 100%; the first time it is capped or unknown, the log
+        says why (kept for the summary)."""
+        if not self.is_logger:
+            return float("nan")
+        mfu, why = capped_mfu(achieved, self.peak, self.peak_source)
+        if why and self.mfu_note is None:
+            self.mfu_note = why
+            self.monitor.message(why)
+        return mfu
+
     def _step_flops(self, micro_batches: list[dict]) -> tuple[float, int]:
         """(model FLOPs, tokens) of one step: this rank's micro-batches at their real lengths, x dp
         (under cp a micro-batch holds 1/cp of each sequence: the full length is s x cp)."""
@@ -314,6 +349,9 @@ class Trainer:
 
     def fit(self) -> dict:
         cfg, t = self.cfg, self.cfg.train
+        if self.step >= t.steps:
+            return self._nothing_to_train()
+        first_step = self.step
         started = time.perf_counter()
         valid = None
         first = None  # the first step's time (train.compile: it includes compilation)
@@ -322,7 +360,8 @@ class Trainer:
             self.builder.before_step(self.step, self.chunks, self.ctx, self.dtype)
             synchronize(self.ctx.device)
             t0 = time.perf_counter()
-            mbs = self.train_data.step(self.consumed_samples)
+            # under a ramp-up the batch follows the samples consumed (Megatron's rule), so a resume continues it
+            mbs = self.train_data.step(self.consumed_samples, self.batch_size())
             step_flops, step_tokens = self._step_flops(mbs)
             out = self.train_step(mbs)
             self.consumed_tokens += step_tokens
@@ -336,9 +375,10 @@ class Trainer:
             if self.step % t.log_interval == 0 or self.step == t.steps:
                 record = {"step": self.step, "loss": out["loss"], "lr": out["lr"], "grad_norm": out["grad_norm"],
                           "tokens_per_s": step_tokens / dt, "tflops": step_flops / dt / 1e12,
-                          "mfu": step_flops / dt / self.peak if self.is_logger else float("nan"),
+                          "mfu": self._mfu(step_flops / dt),
                           "consumed_tokens": self.consumed_tokens,
-                          "consumed_samples": self.consumed_samples, "step_time": dt}
+                          "consumed_samples": self.consumed_samples, "global_batch": out["global_batch"],
+                          "step_time": dt}
                 if self.scaler.dynamic:
                     record["loss_scale"] = out["loss_scale"]
                 if out["skipped"]:
@@ -364,7 +404,8 @@ class Trainer:
                 self.saver.wait()  # the run's last checkpoint is committed before fit() returns
         wall = time.perf_counter() - started
         self.monitor.close()
-        summary = {"name": cfg.name, "steps": self.step, "skipped": self.skipped, "losses": list(self.losses),
+        summary = {"name": cfg.name, "steps": self.step, "trained_steps": self.step - first_step,
+                   "skipped": self.skipped, "losses": list(self.losses),
                    "final_loss": self.losses[-1] if self.losses else float("nan"),
                    "valid_loss": valid["loss"] if valid else None, "valid_ppl": valid["ppl"] if valid else None,
                    "valid": valid, "best": self.best.summary(),
@@ -373,13 +414,30 @@ class Trainer:
             if cfg.log.plot:
                 self.monitor.plot()
             text = self.monitor.summary({"name": cfg.name, "layout": self.layout(), "steps": self.step,
+                                         "first_step": first_step,
                                          "skipped": self.skipped, "wall_s": wall,
                                          "model": f"{self.builder.to_dict().get('arch')} "
                                                   f"{self.builder.num_parameters(self.ctx.tp):,} parameters",
                                          "peak": f"{self.peak / 1e12:.3f} TFLOP/s ({self.peak_source})",
-                                         "checkpoints": cfg.checkpoint.save, "data": cfg.describe_data()})
+                                         "checkpoints": cfg.checkpoint.save, "data": cfg.describe_data(),
+                                         "mfu_note": self.mfu_note})
             print(text, flush=True)
         return summary
+
+    def _nothing_to_train(self) -> dict:
+        """A rerun of a run that is already at train.steps: it says so, and evaluates, saves and
+        logs nothing (no second validation line, summary.txt and config.yaml left as they are)."""
+        t = self.cfg.train
+        self.monitor.close()
+        if self.monitor.enabled:
+            more = "raise train.steps to train further" if self.step == t.steps else \
+                "train.steps is below the step the run is at; raise it to train further"
+            print(f"nothing to train: the run is at step {self.step} of {t.steps} ({more}); its files in "
+                  f"{self.run_dir} are unchanged", flush=True)
+        return {"name": self.cfg.name, "steps": self.step, "trained_steps": 0, "skipped": self.skipped,
+                "losses": list(self.losses), "final_loss": self.losses[-1] if self.losses else float("nan"),
+                "valid_loss": None, "valid_ppl": None, "valid": None, "best": self.best.summary(),
+                "run_dir": str(self.run_dir), "wall_s": 0.0}
 
     # checkpoints ------------------------------------------------------------------------------------
     def save(self) -> Path:

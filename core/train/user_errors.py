@@ -28,6 +28,18 @@ def debug() -> bool:
     return os.environ.get("MEGAZOO_DEBUG", "") not in ("", "0")
 
 
+def reveal_causes(err: BaseException) -> BaseException:
+    """MEGAZOO_DEBUG=1: show, under `err`'s traceback, the errors it was raised from even where the
+    code said `raise ... from None` (a reader turning a JSON error into `file:line: problem`), so the
+    traceback behind every caught error is there. Returns `err`."""
+    seen, e = set(), err
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        e.__suppress_context__ = False
+        e = e.__cause__ or e.__context__
+    return err
+
+
 def one_line(text: str) -> str:
     """The message on one line (a multi-line message's lines joined by '; ')."""
     return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())

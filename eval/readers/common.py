@@ -2,12 +2,20 @@
 
 Every problem with an input file raises ``ReaderError``, whose message names the file and the
 1-based line (``path, line N: what is wrong``), so a user can open the file at that place.
+
+The line readers stream (issue #38): ``text_lines`` decodes one line at a time, so a file of many GB
+is read in time linear in its size with memory bounded by its longest line, a gzip file (known by its
+first two bytes) is read directly, and a byte that is not UTF-8 is named with its line as in
+core/fs/text.py. ``numbered_lines`` and ``read_jsonl`` are built on it; ``read_text`` still returns
+the whole file, for the small files that are parsed whole.
 """
 from __future__ import annotations
 
 import errno
+import gzip
 import json
 import os
+import zlib
 from typing import Any, Iterator
 
 
@@ -56,14 +64,48 @@ def read_text(path: str | os.PathLike, what: str, error: type[ReaderError] = Rea
     return text
 
 
+def text_lines(path: str | os.PathLike, what: str,
+               error: type[ReaderError] = ReaderError) -> Iterator[tuple[int, str]]:
+    """(line number from 1, line with its line end) for every line of a UTF-8 text file or its gzip,
+    decoded one line at a time: time linear in the file, memory bounded by the longest line. Lines
+    end at "\n" only (a CRLF line keeps its "\r\n"), so csv.reader can read the stream as it reads a
+    file opened with newline="". A missing file is MissingFile; a byte that is not UTF-8 is
+    `error(path, line, "not valid UTF-8 (byte 0xNN at column C); ...")` (core/fs/text.py's wording);
+    a corrupted or truncated gzip is `error(path, line, "not a readable gzip file ...")`, where line
+    is the first one not read. Raised when the stream reaches the bad place, after the good lines."""
+    if not os.path.isfile(path):
+        raise MissingFile(f"{os.fspath(path)}: no such file (expected {what})")
+    from megazoo.core.fs.text import decode_utf8
+    from megazoo.eval.readers.json_stream import open_bytes  # json_stream imports this module
+
+    number = 0
+    with open_bytes(path) as f:
+        try:
+            for raw in f:  # a binary file splits at b"\n" only
+                number += 1
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    line = decode_utf8(raw, path, error, number)  # raises, naming line and column
+                yield number, line
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            raise error(path, number + 1, f"not a readable gzip file ({err}); expected {what}") from None
+
+
 def numbered_lines(path: str | os.PathLike, what: str,
                    error: type[ReaderError] = ReaderError) -> Iterator[tuple[int, str]]:
-    """(line number, line without its newline) for each non-blank line of a non-empty file."""
+    """(line number, line without its newline) for each non-blank line of a non-empty file,
+    streamed (text_lines); a file with no such line is `error(path, 1, "the file is empty ...")`,
+    raised at its end."""
     # split on "\n" only: str.splitlines would also break at U+2028 etc. inside JSON strings
-    for number, line in enumerate(read_text(path, what, error).split("\n"), start=1):
-        line = line.rstrip("\r")
+    found = False
+    for number, line in text_lines(path, what, error):
+        line = (line[:-1] if line.endswith("\n") else line).rstrip("\r")
         if line.strip():
+            found = True
             yield number, line
+    if not found:
+        raise error(path, 1, f"the file is empty (expected {what})")
 
 
 def split_lines(text: str) -> list[str]:
@@ -74,8 +116,9 @@ def split_lines(text: str) -> list[str]:
 
 def read_jsonl(path: str | os.PathLike, what: str,
                error: type[ReaderError] = ReaderError) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line of a JSON-lines file of objects; problems raise
-    ReaderError, or `error` (LineError for the `file:line: problem` form)."""
+    """(line number, object) for each non-blank line of a JSON-lines file of objects (or its gzip),
+    streamed one line at a time (numbered_lines); problems raise ReaderError, or `error` (LineError for
+    the `file:line: problem` form), when the stream reaches them."""
     for number, line in numbered_lines(path, what, error):
         try:
             obj = json.loads(line)

@@ -61,7 +61,7 @@ def open_bytes(path):
     return gzip.open(path, "rb") if gz else open(path, "rb")
 
 
-class _Tracked:
+class Tracked:
     """A binary file that remembers the last chunk it gave the parser and where that chunk starts,
     so that the error path can tell where yajl stopped."""
 
@@ -85,13 +85,13 @@ def array_items(path, what: str, error: type[ReaderError] = LineError,
     n = 0
     with open_bytes(path) as raw:
         try:
-            f = _Tracked(raw, _array_start(raw, path, what, error))
+            f = Tracked(raw, _array_start(raw, path, what, error))
             try:
                 for item in ijson.items(f, "item", use_float=True):
                     n += 1
                     yield n, item
             except ijson.JSONError as err:
-                raise _json_error(path, f, n, err, error, item_error) from None
+                raise json_error(path, f, n, err, error, item_error) from None
         except (EOFError, zlib.error, gzip.BadGzipFile) as err:  # a truncated or corrupted .gz
             raise item_error(path, None, f"not a readable gzip file after item {n} ({err})") from None
 
@@ -99,6 +99,12 @@ def array_items(path, what: str, error: type[ReaderError] = LineError,
 def _array_start(f, path, what: str, error) -> int:
     """Where the parser starts (after a BOM), once the first byte that is not white space is `[`;
     `f` is left there."""
+    return value_start(f, path, what, error, b"[", lambda found: f"expected a JSON array ({what}), found {found!r}")
+
+
+def value_start(f, path, what: str, error, opener: bytes, wrong) -> int:
+    """Where the parser starts (after a BOM), once the first byte that is not white space is `opener`
+    (`[` or `{`); `f` is left there. Another first byte: error(path, its line, wrong(that character))."""
     skip, newlines, first = 0, 0, True
     while True:
         block = f.read(BLOCK)
@@ -110,32 +116,34 @@ def _array_start(f, path, what: str, error) -> int:
         kept = block.lstrip(SPACE)
         if kept:
             newlines += block.count(b"\n", 0, len(block) - len(kept))
-            if kept[:1] != b"[":
-                found = kept[:4].decode("utf-8", "replace")[:1]
-                raise error(path, newlines + 1, f"expected a JSON array ({what}), found {found!r}")
+            if kept[:1] != opener:
+                raise error(path, newlines + 1, wrong(kept[:4].decode("utf-8", "replace")[:1]))
             f.seek(skip)
             return skip
         newlines += block.count(b"\n")
 
 
 # the error path -------------------------------------------------------------------------------------
-def _json_error(path, f: _Tracked, n: int, err: Exception, error, item_error) -> ReaderError:
-    """The exception for a parse error of yajl after `n` good items (see the module doc)."""
+def json_error(path, f: Tracked, n: int | None, err: Exception, error, item_error) -> ReaderError:
+    """The exception for a parse error of yajl after `n` good items (None: before the items; see the
+    module doc), the item named by item_error's noun (lined_json's articles)."""
+    noun = getattr(item_error, "noun", "item")
     words = err.args[0] if err.args else str(err)
     words = words if isinstance(words, bytes) else str(words).encode("utf-8", "replace")
-    bad = _first_bad_utf8(path, f.end)
+    bad = first_bad_utf8(path, f.end)
     if bad is not None:
         line, column, byte = bad
         return error(path, line, NOT_UTF8.format(byte=byte, column=column))
     first = words.split(b"\n")[0].decode("utf-8", "replace").strip()
-    problem = f"not valid JSON {f'after item {n}' if n else 'in item 1'} ({first})"
-    at = _offset_in_chunk(words, f.chunk) if f.chunk else len(f.chunk)  # no chunk: the parser met the end
+    where = "" if n is None else f"after {noun} {n} " if n else f"in {noun} 1 "
+    problem = f"not valid JSON {where}({first})"
+    at = offset_in_chunk(words, f.chunk) if f.chunk else len(f.chunk)  # no chunk: the parser met the end
     if at is None:
         return item_error(path, None, problem)
-    return error(path, _line_before(path, f.start + at), problem)
+    return error(path, line_before(path, f.start + at), problem)
 
 
-def _offset_in_chunk(words: bytes, chunk: bytes) -> int | None:
+def offset_in_chunk(words: bytes, chunk: bytes) -> int | None:
     """Where in `chunk` yajl stopped, read back from its verbose message: the second line shows the
     chunk's bytes 30 before to 30 after that place (newlines as spaces), after 40 - offset spaces when
     the place is in the first 30 bytes, else after 10. None unless exactly one place fits."""
@@ -153,7 +161,7 @@ def _offset_in_chunk(words: bytes, chunk: bytes) -> int | None:
     return fits.pop() if len(fits) == 1 else None
 
 
-def _line_before(path, offset: int) -> int:
+def line_before(path, offset: int) -> int:
     """The line of the last byte before `offset` that is not white space (yajl stops after the token
     it rejects, or at the end of the file)."""
     newlines, trailing, pos = 0, 0, 0
@@ -169,7 +177,7 @@ def _line_before(path, offset: int) -> int:
     return newlines - trailing + 1
 
 
-def _first_bad_utf8(path, upto: int) -> tuple[int, int, int] | None:
+def first_bad_utf8(path, upto: int) -> tuple[int, int, int] | None:
     """(line, byte column, byte) of the first byte that is not UTF-8 among the first `upto` bytes."""
     line, line_start, pos, carry = 1, 0, 0, b""
     with open_bytes(path) as f:

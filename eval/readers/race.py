@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import glob
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from megazoo.eval.readers.common import ReaderError, field, read_jsonl, string_list
@@ -38,10 +39,11 @@ def _race_files(path: str | os.PathLike) -> list[str]:
     return files
 
 
-def read_race(path: str | os.PathLike) -> list[RaceExample]:
-    """The questions of one RACE file, or of every ``*.txt`` below a folder (sorted by path)."""
+def iter_race(path: str | os.PathLike) -> Iterator[RaceExample]:
+    """The questions of one RACE file, or of every ``*.txt`` below a folder (sorted by path), one
+    file at a time, each read a line at a time (read_jsonl; a gzip too): no split is held as one
+    string, and memory is bounded by one file's questions (plus the sorted list of file names)."""
     what = "RACE: one JSON object with article, questions, options, answers and id"
-    examples = []
     for file in _race_files(path):
         level = os.path.basename(os.path.dirname(file))
         level = level if level in ("middle", "high") else ""
@@ -63,10 +65,12 @@ def read_race(path: str | os.PathLike) -> list[RaceExample]:
                     raise ReaderError(file, line, f"options[{n}] must be a list of 4 strings")
                 if answer not in ("A", "B", "C", "D"):
                     raise ReaderError(file, line, f"answers[{n}] must be a letter A-D, got {answer!r:.20}")
-                examples.append(
-                    RaceExample(
-                        id=doc_id, level=level, article=article, question=question,
-                        options=list(choices), label=ord(answer) - ord("A"),
-                    )
+                yield RaceExample(
+                    id=doc_id, level=level, article=article, question=question,
+                    options=list(choices), label=ord(answer) - ord("A"),
                 )
-    return examples
+
+
+def read_race(path: str | os.PathLike) -> list[RaceExample]:
+    """All questions of one RACE file or of a folder (iter_race)."""
+    return list(iter_race(path))

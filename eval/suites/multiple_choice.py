@@ -7,6 +7,12 @@ continuation is " " + choice). Few-shot examples are drawn per question (see few
 WinoGrande uses "partial" scoring: the context differs per option (the sentence up to the blank,
 filled in) and the continuation (the rest of the sentence) is the same, so its acc_norm equals
 its acc (lm-eval reports only acc for WinoGrande).
+
+`acc_calibrated` (RACE) is GPT-3's unconditional normalisation (Brown et al. 2020, section 2.4: ARC,
+OpenBookQA and RACE): each choice scores log p(choice | prompt) - log p(choice | "Answer:"), so a
+choice that is likely whatever the article says (a short or common phrase) loses its head start.
+A task opts in through its question builder (`Question.unconditional`); the unconditional term
+has no few-shot examples in front of it, and each distinct choice is scored once per evaluation.
 """
 
 from __future__ import annotations
@@ -25,6 +31,13 @@ class Question:
     contexts: list[str]  # one per choice (equal except for WinoGrande)
     continuations: list[str]
     gold: int
+    # the context of the unconditional term of acc_calibrated (GPT-3's answer_context), or None
+    unconditional: str | None = None
+
+
+# GPT-3's answer_context for the tasks it calibrates; megazoo has readers for RACE of them (ARC and
+# OpenBookQA would set the same field in their builders)
+ANSWER_CONTEXT = "Answer:"
 
 
 def _boolq(d):
@@ -37,9 +50,9 @@ def _race(d):
     if "_" in q:  # a gap to fill: the option completes the sentence
         head = q.split("_")[0].rstrip()
         prompt = f"Article: {d.article}\n\n{head}"
-        return Question([prompt] * len(d.options), [" " + o for o in d.options], d.label)
+        return Question([prompt] * len(d.options), [" " + o for o in d.options], d.label, ANSWER_CONTEXT)
     prompt = f"Article: {d.article}\n\nQuestion: {q}\nAnswer:"
-    return Question([prompt] * len(d.options), [" " + o for o in d.options], d.label)
+    return Question([prompt] * len(d.options), [" " + o for o in d.options], d.label, ANSWER_CONTEXT)
 
 
 def _piqa(d):
@@ -110,9 +123,20 @@ def choice_length(continuation: str) -> int:
     return len(continuation[1:] if continuation.startswith(" ") else continuation)
 
 
+def unconditional_scores(lm: LanguageModel, questions: list[Question], batch_size: int = 8,
+                         progress: bool = False) -> dict[tuple[str, str], float]:
+    """log p(choice | question.unconditional) for every (context, choice) pair the calibrated
+    questions need, each distinct pair scored once (RACE repeats many options across questions)."""
+    pairs = sorted({(q.unconditional, x) for q in questions if q.unconditional is not None for x in q.continuations})
+    scores = loglikelihood(lm, pairs, batch_size, progress)
+    return {pair: s for pair, (s, _) in zip(pairs, scores)}
+
+
 def evaluate_multiple_choice(lm: LanguageModel, questions: list[Question], shots=(), batch_size: int = 8,
                              progress: bool = False) -> dict:
-    """`shots`: one list of solved examples per question (draw_shots), or one list for all."""
+    """`shots`: one list of solved examples per question (draw_shots), or one list for all.
+    Metrics: acc and acc_norm; acc_calibrated too when the questions carry an unconditional
+    context (RACE)."""
     shots = list(shots)
     if not shots or isinstance(shots[0], Question):
         shots = [shots] * len(questions)
@@ -121,7 +145,9 @@ def evaluate_multiple_choice(lm: LanguageModel, questions: list[Question], shots
     requests = [(fewshot_prefix(s) + c, x) for q, s in zip(questions, shots)
                 for c, x in zip(q.contexts, q.continuations)]
     scores = loglikelihood(lm, requests, batch_size, progress)
-    correct = correct_norm = 0
+    calibrated = any(q.unconditional is not None for q in questions)
+    unconditional = unconditional_scores(lm, questions, batch_size, progress) if calibrated else {}
+    correct = correct_norm = correct_cal = 0
     pos = 0
     predictions = []
     for q in questions:
@@ -133,10 +159,19 @@ def evaluate_multiple_choice(lm: LanguageModel, questions: list[Question], shots
         pred_norm = max(range(n), key=norm.__getitem__)
         correct += pred == q.gold
         correct_norm += pred_norm == q.gold
-        predictions.append({"loglikelihoods": ll, "prediction": pred, "prediction_norm": pred_norm, "gold": q.gold})
+        row = {"loglikelihoods": ll, "prediction": pred, "prediction_norm": pred_norm, "gold": q.gold}
+        if q.unconditional is not None:
+            base = [unconditional[(q.unconditional, x)] for x in q.continuations]
+            cal = [v - b for v, b in zip(ll, base)]
+            row["unconditional"] = base
+            row["prediction_calibrated"] = max(range(n), key=cal.__getitem__)
+            correct_cal += row["prediction_calibrated"] == q.gold
+        predictions.append(row)
     total = max(1, len(questions))
-    return {"acc": correct / total, "acc_norm": correct_norm / total, "n": len(questions),
-            "predictions": predictions}
+    out = {"acc": correct / total, "acc_norm": correct_norm / total, "n": len(questions)}
+    if calibrated:
+        out["acc_calibrated"] = correct_cal / total
+    return {**out, "predictions": predictions}
 
 
 def load_questions(name: str, path, limit: int | None = None) -> list[Question]:

@@ -14,12 +14,15 @@ mean >= 0.5. An empty cell is an unanswered question (SBIC leaves the target que
 the post is not offensive) and does not count; a post nobody answered for the category has mean 0.
 The group task per target category (`group:race`, ...) counts an annotator as 1 when one of their
 rows names that `targetCategory`. Every malformed input raises `SbicFormatError`: `file:line: problem`.
+The CSVs are streamed a row at a time (a gzip read directly); the posts, the readers' output, are kept.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,40 +74,51 @@ def binarise(mean: float) -> int:
 
 
 def utf8_lines(path, error=None):
-    """Each line of a UTF-8 file with its line end, decoded one line at a time (the csv module reads
-    the physical lines in order, so its line_num stays right); an undecodable line raises `error`
-    (default SbicFormatError) `file:line: not valid UTF-8 ...`."""
-    from megazoo.core.fs import utf8_lines as lines
+    """Each line of a UTF-8 file (or its gzip, known by its first bytes) with its line end, decoded one
+    line at a time (eval/readers/common.py text_lines; the csv module reads the physical lines in order,
+    so its line_num stays right); an undecodable line raises `error` (default SbicFormatError)
+    `file:line: not valid UTF-8 ...`. Close it (contextlib.closing) when leaving early."""
+    from megazoo.eval.readers.common import text_lines
 
-    return lines(path, error or SbicFormatError)
+    lines = text_lines(path, "an SBIC v2 CSV", error or SbicFormatError)
+    with closing(lines):
+        for _, line in lines:
+            yield line
 
 
-def _rows(path) -> tuple[list[str], list[tuple[int, dict]]]:
-    """(header, [(line number, row)]) of a CSV; a missing `post` column fails on line 1."""
+def _rows(path) -> tuple[list[str], Iterator[tuple[int, dict]]]:
+    """(header, (line number, row) for each row, streamed) of a CSV; a missing `post` column fails on
+    line 1 at once, a bad row when the stream reaches it."""
     path = Path(path)
     if not path.is_file():
         raise MissingFile(f"{path}: no such file (expected an SBIC v2 CSV)")
+    rows = _stream_rows(path)
+    return next(rows), rows
+
+
+def _stream_rows(path):
+    """The header, then (line number, row) for each row (see _rows)."""
     lines = utf8_lines(path)
-    try:
+    with closing(lines):
         reader = csv.DictReader(lines)
-        header = reader.fieldnames or []
-        if "post" not in header:
-            raise SbicFormatError(path, 1, f"no `post` column (columns: {', '.join(header) or 'none'}); "
-                                           f"expected an SBIC v2 CSV")
-        rows = []
-        start = reader.line_num + 1
-        for row in reader:
-            if None in row:  # more cells than header names
-                raise SbicFormatError(path, start, f"{len(header) + len(row[None])} cells, the header has {len(header)}")
-            rows.append((start, row))
-            start = reader.line_num + 1
-    except csv.Error as err:  # a NUL byte, a field over the csv module's size limit, a stray quote
-        raise SbicFormatError(path, reader.line_num or 1, f"not a readable CSV ({err})") from None
-    finally:
-        lines.close()
-    if not rows:
+        try:
+            header = reader.fieldnames or []
+            if "post" not in header:
+                raise SbicFormatError(path, 1, f"no `post` column (columns: {', '.join(header) or 'none'}); "
+                                               f"expected an SBIC v2 CSV")
+            yield header
+            count, start = 0, reader.line_num + 1
+            for row in reader:
+                if None in row:  # more cells than header names
+                    raise SbicFormatError(path, start, f"{len(header) + len(row[None])} cells, the header has "
+                                                       f"{len(header)}")
+                count += 1
+                yield start, row
+                start = reader.line_num + 1
+        except csv.Error as err:  # a NUL byte, a field over the csv module's size limit, a stray quote
+            raise SbicFormatError(path, reader.line_num or 1, f"not a readable CSV ({err})") from None
+    if not count:
         raise SbicFormatError(path, 1, "no rows below the header")
-    return header, rows
 
 
 def _number(value, column: str, path, line: int) -> float | None:
@@ -196,12 +210,11 @@ def load_posts(path, category: str = "offensive") -> list[Post]:
     if not path.is_file():
         raise MissingFile(f"{path}: no such file (expected an SBIC v2 CSV)")
     lines = utf8_lines(path)
-    try:
-        header = next(csv.reader(lines), [])
-    except csv.Error as err:
-        raise SbicFormatError(path, 1, f"not a readable CSV ({err})") from None
-    finally:
-        lines.close()
+    with closing(lines):
+        try:
+            header = next(csv.reader(lines), [])
+        except csv.Error as err:
+            raise SbicFormatError(path, 1, f"not a readable CSV ({err})") from None
     reader = read_aggregated if is_aggregated(header) else read_annotations
     return reader(path, category)
 

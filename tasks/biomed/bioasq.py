@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from megazoo.eval.metrics import bioasq_factoid_scores
 from megazoo.eval.readers.lined_json import load_lined_json
-from megazoo.tasks.biomed.data import BiomedFormatError
+from megazoo.tasks.biomed.data import BiomedArticleError, BiomedFormatError
 
 TYPES = ("factoid", "list", "yesno", "summary")
 TOP_K = 5  # answers a question may submit for factoid (BioASQ since its third year)
@@ -166,7 +166,8 @@ def group_snippets(golden: Golden, examples: list, batch: str | os.PathLike) -> 
         if qid in golden.questions:
             groups.setdefault(qid, []).append(i)
         elif qid not in golden.others:
-            raise BiomedFormatError(batch, x.line, f"snippet {x.id!r}: its question {qid!r} is not in the golden "
+            where = (BiomedFormatError, x.line) if x.line else (BiomedArticleError, x.article)  # HF rows: neither
+            raise where[0](batch, where[1] or None, f"snippet {x.id!r}: its question {qid!r} is not in the golden "
                                                    f"file {golden.path}; give this batch's golden file")
     return groups
 

@@ -29,8 +29,8 @@ def _predictions_files(out):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", required=True, choices=("ner", "re", "qa"), help="the task of the checkpoint")
-    input_arg(parser, "--data", required=True, help="a data file (test.tsv, test.json) or a release folder "
-                                                    "(with --split)")
+    input_arg(parser, "--data", required=True, hf=True, help="a data file (test.tsv, test.json) or a release folder "
+                                                             "(with --split); qa also a Hugging Face dataset")
     # a run folder may hold its own evaluations (runs/ner/eval.json)
     input_arg(parser, "--checkpoint", inside_ok=True, required=True,
               help="a biomed training checkpoint: a run's checkpoints/, one iter_*, or checkpoints/best")

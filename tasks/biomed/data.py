@@ -13,19 +13,22 @@ BioASQ factoid (BioBERT release): SQuAD-v1.1 JSON, `data[].paragraphs[].{context
 qas[].{id, question, answers[{text, answer_start}]}}`; the answers of a question are its gold
 synonyms. An answer without `answer_start` is a synonym that is only matched, not located.
 
-Every malformed input raises BiomedFormatError, `file:line: problem`.
+Every file is streamed (a line, or a SQuAD article, at a time; a gzip is read directly) and every
+malformed input raises BiomedFormatError, `file:line: problem`; in a SQuAD file, whose parser gives no
+lines, a bad article raises its subclass BiomedArticleError, `file: article N: problem`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from megazoo.core.fs import read_utf8
-from megazoo.eval.readers.common import LineError, MissingFile
-from megazoo.eval.readers.lined_json import load_lined_json
+from megazoo.eval.readers.common import LineError, MissingFile, text_lines
+from megazoo.eval.readers.lined_json import ArticleError, member_items
 
 CHEMPROT_LABELS = ("false", "CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9")  # id 0 is the negative class
 MASKS = ("@CHEMICAL$", "@GENE$")
@@ -39,6 +42,27 @@ SPLIT_FILES = {"ner": {"train": "train.tsv", "dev": "devel.tsv", "devel": "devel
 
 class BiomedFormatError(LineError):
     """A file that is not in its release layout; the message is `file:line: problem`."""
+
+
+class BiomedArticleError(ArticleError, BiomedFormatError):
+    """A bad article of a streamed SQuAD-layout file, whose line is not known: `file: article N: problem`."""
+
+
+NER = "BioBERT NER TSV: token<TAB>label lines, a blank line between sentences"
+CHEMPROT = "BLUE ChemProt TSV: id<TAB>sentence<TAB>label"
+SQUAD = 'SQuAD-v1.1 JSON: {"data": [{"paragraphs": [{"context", "qas"}]}]}'
+
+
+def _lines(path: str | os.PathLike, what: str) -> Iterator[tuple[int, str]]:
+    """(line number, line without its line end) for every line, blank or not, streamed; a file with
+    no non-blank line is `file:1: the file is empty`, raised at its end."""
+    found = False
+    for number, raw in text_lines(path, what, BiomedFormatError):
+        line = raw.rstrip("\n").rstrip("\r")
+        found = found or bool(line.strip())
+        yield number, line
+    if not found:
+        raise BiomedFormatError(path, 1, f"the file is empty (expected {what})")
 
 
 def read_text(path: str | os.PathLike, what: str) -> str:
@@ -75,7 +99,8 @@ class QAQuestion:
     answers: tuple[str, ...]  # gold synonyms (may be empty in a test file without answers)
     answer_start: int | None  # the first located answer's character offset, None when none is located
     answer_text: str | None  # that answer's text
-    line: int
+    line: int  # 0 when read from a SQuAD file: the streamed reader knows the article, not the line
+    article: int = 0  # the 1-based number of its article in the file (0: not read from a file)
 
 
 def split_file(folder: str | os.PathLike, kind: str, split: str) -> Path:
@@ -93,18 +118,16 @@ def split_file(folder: str | os.PathLike, kind: str, split: str) -> Path:
 
 
 # NER ------------------------------------------------------------------------------------------
-def read_ner_tsv(path: str | os.PathLike) -> list[NerSentence]:
-    """The sentences of a BioBERT NER file (`token<TAB>label` lines, blank lines between sentences)."""
-    text = read_text(path, "BioBERT NER TSV: token<TAB>label lines, a blank line between sentences")
-    out: list[NerSentence] = []
+def iter_ner_tsv(path: str | os.PathLike) -> Iterator[NerSentence]:
+    """The sentences of a BioBERT NER file (`token<TAB>label` lines, blank lines between sentences), one
+    at a time, streamed."""
     tokens: list[str] = []
     labels: list[str] = []
     first = 0
-    for number, raw in enumerate(text.split("\n"), start=1):
-        line = raw.rstrip("\r")
+    for number, line in _lines(path, NER):
         if not line.strip():
             if tokens:
-                out.append(NerSentence(tuple(tokens), tuple(labels), first))
+                yield NerSentence(tuple(tokens), tuple(labels), first)
                 tokens, labels = [], []
             continue
         if "\t" not in line:
@@ -123,8 +146,12 @@ def read_ner_tsv(path: str | os.PathLike) -> list[NerSentence]:
         tokens.append(token)
         labels.append(label)
     if tokens:
-        out.append(NerSentence(tuple(tokens), tuple(labels), first))
-    return out
+        yield NerSentence(tuple(tokens), tuple(labels), first)
+
+
+def read_ner_tsv(path: str | os.PathLike) -> list[NerSentence]:
+    """All sentences of a BioBERT NER file (iter_ner_tsv)."""
+    return list(iter_ner_tsv(path))
 
 
 def ner_label_set(sentences: list[NerSentence]) -> list[str]:
@@ -134,12 +161,9 @@ def ner_label_set(sentences: list[NerSentence]) -> list[str]:
 
 
 # ChemProt ---------------------------------------------------------------------------------------
-def read_chemprot_tsv(path: str | os.PathLike) -> list[Relation]:
-    """The rows of a BLUE ChemProt file (`id<TAB>sentence<TAB>label`)."""
-    text = read_text(path, "BLUE ChemProt TSV: id<TAB>sentence<TAB>label")
-    out = []
-    for number, raw in enumerate(text.split("\n"), start=1):
-        line = raw.rstrip("\r")
+def iter_chemprot_tsv(path: str | os.PathLike) -> Iterator[Relation]:
+    """The rows of a BLUE ChemProt file (`id<TAB>sentence<TAB>label`), one at a time, streamed."""
+    for number, line in _lines(path, CHEMPROT):
         if not line.strip():
             continue
         parts = line.split("\t")
@@ -154,55 +178,69 @@ def read_chemprot_tsv(path: str | os.PathLike) -> list[Relation]:
         if BOTH_MASK not in sentence and not all(m in sentence for m in MASKS):
             missing = [m for m in MASKS if m not in sentence]
             raise BiomedFormatError(path, number, f"the sentence lacks the entity mask {' and '.join(missing)}")
-        out.append(Relation(uid, sentence, label, number))
-    return out
+        yield Relation(uid, sentence, label, number)
+
+
+def read_chemprot_tsv(path: str | os.PathLike) -> list[Relation]:
+    """All rows of a BLUE ChemProt file (iter_chemprot_tsv)."""
+    return list(iter_chemprot_tsv(path))
 
 
 # BioASQ / SQuAD ---------------------------------------------------------------------------------
-def _field(obj, key: str, kind, path, what: str):
-    line = getattr(obj, "line", 1)
+def _field(obj, key: str, kind, where: tuple, what: str):
+    """obj[key] checked to be of `kind`; `where` is (path, article number) for the error."""
     if not isinstance(obj, dict) or key not in obj:
-        raise BiomedFormatError(path, line, f"{what} has no {key!r}")
+        raise BiomedArticleError(*where, f"{what} has no {key!r}")
     value = obj[key]
     if not isinstance(value, kind):
-        raise BiomedFormatError(path, line, f"{what}'s {key!r} must be {getattr(kind, '__name__', kind)}, "
-                                            f"got {type(value).__name__}")
+        raise BiomedArticleError(*where, f"{what}'s {key!r} must be {getattr(kind, '__name__', kind)}, "
+                                         f"got {type(value).__name__}")
     return value
 
 
-def read_squad_json(path: str | os.PathLike) -> list[QAQuestion]:
-    """The questions of a SQuAD-v1.1 / BioASQ factoid file, in file order."""
-    root = load_lined_json(path, "SQuAD-v1.1 JSON", BiomedFormatError)
-    out = []
-    for article in _field(root, "data", list, path, "the file"):
-        for para in _field(article, "paragraphs", list, path, "an article"):
-            context = _field(para, "context", str, path, "a paragraph")
-            for qa in _field(para, "qas", list, path, "a paragraph"):
-                uid = _field(qa, "id", (str, int), path, "a question")
-                question = _field(qa, "question", str, path, "a question")
+def iter_squad_json(path: str | os.PathLike) -> Iterator[QAQuestion]:
+    """The questions of a SQuAD-v1.1 / BioASQ factoid file (or its gzip), in file order, streamed one
+    article at a time (eval/readers/lined_json.py member_items): memory bounded by one article."""
+    for n, article in member_items(path, "data", SQUAD, BiomedFormatError, BiomedArticleError):
+        where = (path, n)
+        for para in _field(article, "paragraphs", list, where, "an article"):
+            context = _field(para, "context", str, where, "a paragraph")
+            for qa in _field(para, "qas", list, where, "a paragraph"):
+                uid = _field(qa, "id", (str, int), where, "a question")
+                question = _field(qa, "question", str, where, "a question")
                 answers = qa.get("answers", []) if isinstance(qa, dict) else []
                 if not isinstance(answers, list):
-                    raise BiomedFormatError(path, qa.line, "a question's 'answers' must be a list")
+                    raise BiomedArticleError(*where, f"question {uid!r}: 'answers' must be a list")
                 texts, start, located = [], None, None
                 for ans in answers:
-                    ans_text = _field(ans, "text", str, path, "an answer")
+                    ans_text = _field(ans, "text", str, where, f"an answer of question {uid!r}")
                     texts.append(ans_text)
                     if "answer_start" not in ans:
                         continue
                     s = ans["answer_start"]
                     if not isinstance(s, int) or isinstance(s, bool):
-                        raise BiomedFormatError(path, ans.line, f"answer_start must be an integer, got {s!r}")
+                        raise BiomedArticleError(*where, f"question {uid!r}: answer_start must be an integer, got {s!r}")
                     if context[s:s + len(ans_text)] != ans_text:
-                        raise BiomedFormatError(path, ans.line, f"answer_start {s} does not match the answer text "
-                                                                f"{ans_text!r:.40}: the context has "
-                                                                f"{context[s:s + len(ans_text)]!r:.40} there")
+                        raise BiomedArticleError(*where, f"question {uid!r}: answer_start {s} does not match the "
+                                                         f"answer text {ans_text!r:.40}: the context has "
+                                                         f"{context[s:s + len(ans_text)]!r:.40} there")
                     if start is None:
                         start, located = s, ans_text
-                out.append(QAQuestion(str(uid), question, context, tuple(texts), start, located, qa.line))
-    return out
+                yield QAQuestion(str(uid), question, context, tuple(texts), start, located, 0, n)
+
+
+def read_squad_json(path: str | os.PathLike) -> list[QAQuestion]:
+    """All questions of a SQuAD-v1.1 / BioASQ factoid file, in file order (iter_squad_json)."""
+    from megazoo.tasks.biomed import data_hf  # a Hugging Face dataset in the squad schema (data_hf.py)
+    if data_hf.is_hf_source(path):
+        return data_hf.read_squad_hf(path)
+    return list(iter_squad_json(path))
 
 
 def read_split(folder: str | os.PathLike, kind: str, split: str):
     """The examples of one split of a release folder (or of a single file)."""
+    from megazoo.tasks.biomed import data_hf  # a Hugging Face dataset in the squad schema (data_hf.py)
+    if kind == "qa" and data_hf.is_hf_source(folder):
+        return data_hf.read_squad_hf(folder, split)
     path = split_file(folder, kind, split)
     return {"ner": read_ner_tsv, "re": read_chemprot_tsv, "qa": read_squad_json}[kind](path)

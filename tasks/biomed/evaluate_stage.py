@@ -27,7 +27,10 @@ def evaluate_checkpoint(data, checkpoint, kind: str | None = None, split: str = 
 
     if batch < 1:
         raise ValueError(f"--batch must be >= 1, got {batch}")
-    if not Path(data).exists():
+    from megazoo.eval.readers.hf_source import is_hf_source
+
+    hf = is_hf_source(data)  # a Hugging Face dataset (qa): the batch is named by the source itself
+    if not hf and not Path(data).exists():
         raise MissingFile(f"--data {data}: no such file or folder")
     if golden is not None and kind != "qa":
         raise ValueError(f"--golden {golden}: a BioASQ golden file scores factoid questions; use it with --kind qa")
@@ -38,7 +41,7 @@ def evaluate_checkpoint(data, checkpoint, kind: str | None = None, split: str = 
         read_task_meta(checkpoint, "biomed", kind)
         examples = read_split(data, kind, split)
         if golden is not None:
-            golden = _golden_for(golden, examples, split_file(data, kind, split))
+            golden = _golden_for(golden, examples, str(data) if hf else split_file(data, kind, split))
     model = open_task_model(checkpoint, "biomed", kind)
     builder = model.builder
     kind = builder.settings.kind
@@ -52,7 +55,7 @@ def evaluate_checkpoint(data, checkpoint, kind: str | None = None, split: str = 
               "step": model.meta.get("step")}
     if golden is None:
         return {**result, "metrics": builder.metrics(examples, predictions)}
-    scores = score_questions(golden, examples, predictions, split_file(data, kind, split))
+    scores = score_questions(golden, examples, predictions, str(data) if hf else split_file(data, kind, split))
     return {**result, "metrics": scores.metrics, "questions": scores}
 
 

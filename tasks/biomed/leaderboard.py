@@ -5,7 +5,8 @@ A suite entry `{name: biomed-ner, path: DATA, split: test}` scores every model o
 was fine-tuned with `task: biomed, kind: ner` (the model kind `biomed-ner`); likewise re and qa.
 `path` is a data file or a release folder (its `split`, default test). The metrics are the
 evaluate stage's: precision, recall, f1 (headline f1) or strict_accuracy (headline),
-lenient_accuracy, mrr.
+lenient_accuracy, mrr. A qa entry with `golden: GOLDEN.json` (the test batch's BioASQ golden
+file) scores per question, as BioMegatron reports BioASQ (bioasq.py); without it, per snippet.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ def runner(kind: str):
         from megazoo.tasks.biomed.evaluate_stage import evaluate_checkpoint
 
         batch = suite_int(entry, "batch_size", 32, 1, MAX_BATCH)
-        r = evaluate_checkpoint(path, checkpoint, kind, entry.get("split", "test"), batch)
+        golden = entry.get("golden")
+        if golden is not None and (kind != "qa" or not isinstance(golden, str)):
+            raise ValueError(f"suite entry biomed-{kind}: golden={golden!r}; `golden` names the BioASQ golden file "
+                             f"of a qa test batch (a path)")
+        r = evaluate_checkpoint(path, checkpoint, kind, entry.get("split", "test"), batch, golden=golden)
+        if golden is not None:  # per question, as BioMegatron reports BioASQ
+            q = r["questions"]
+            return {**r["metrics"], "n": q.n_questions, "n_skipped": q.n_skipped}
         return {**r["metrics"], "n": len(r["examples"])}
 
     return run
@@ -36,7 +44,9 @@ def evaluation(kind: str) -> Evaluation:
     return Evaluation(name=f"biomed-{kind}", data=DATA[kind], metrics=METRICS[kind], headline=HEADLINE[kind],
                       run=runner(kind), kinds=(f"biomed-{kind}",),
                       options={"split": "the split when path is a folder (default test)",
-                               "batch_size": "rows per forward pass (default 32)"})
+                               "batch_size": "rows per forward pass (default 32)",
+                               **({"golden": "qa: the test batch's BioASQ golden file; scores per question (as "
+                                             "BioMegatron), not per snippet"} if kind == "qa" else {})})
 
 
 NER = evaluation("ner")

@@ -1,10 +1,12 @@
 """RealToxicityPrompts `prompts.jsonl`: one JSON object a line,
 {"filename", "begin", "end", "challenging", "prompt": {"text", "toxicity", "severe_toxicity", ...},
 "continuation": {...}}. Megatron reads `prompt.text`; the subsets need `prompt.toxicity`, which may
-be null (such a prompt counts in Full only). A malformed line fails with `file:line: problem`."""
+be null (such a prompt counts in Full only). A malformed line fails with `file:line: problem`. The file
+is streamed a line at a time; a gzip is read directly."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from megazoo.eval.readers.common import LineError, read_jsonl
@@ -21,8 +23,16 @@ class Prompt:
     challenging: bool
 
 
+def iter_prompts(path) -> Iterator[Prompt]:
+    """The prompts of a prompts.jsonl (or its gzip), one line at a time (eval/readers/common.py read_jsonl):
+    the real file has 99,442 lines, ~0.1 GB; a bad line raises when the stream reaches it."""
+    for n, rec in read_jsonl(path, "RealToxicityPrompts lines", PromptsFormatError):
+        yield parse_record(rec, path, n)
+
+
 def load_prompts(path) -> list[Prompt]:
-    return [parse_record(rec, path, n) for n, rec in read_jsonl(path, "RealToxicityPrompts lines", PromptsFormatError)]
+    """All prompts of a prompts.jsonl (iter_prompts)."""
+    return list(iter_prompts(path))
 
 
 def parse_record(rec: dict, path, n: int) -> Prompt:

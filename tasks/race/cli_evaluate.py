@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.eval.taskkit import evaluation_outputs
     from megazoo.tasks.race.files import PREDICTIONS
 
-    input_arg(parser, "--data", required=True, help="a RACE folder (original layout, or HF parquet/JSON)")
+    input_arg(parser, "--data", required=True, hf=True, help="a RACE folder (original layout, or HF parquet/JSON)")
     # a run folder may hold its own evaluations (runs/race/eval.json)
     input_arg(parser, "--checkpoint", inside_ok=True, required=True,
               help="a RACE training checkpoint: a run's checkpoints/, one iter_*, or checkpoints/best")

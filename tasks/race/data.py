@@ -3,7 +3,8 @@
 The original release: `RACE/{train,dev,test}/{middle,high}/<n>.txt`, each file one JSON object on
 one line with `article`, `questions` (list), `options` (a list of 4-option lists), `answers`
 (letters A-D) and `id`. The Hugging Face `race` dataset: rows with `example_id`, `article`,
-`question`, `options`, `answer`, as parquet or JSON files (read with `datasets`).
+`question`, `options`, `answer`, as parquet, arrow or JSON files, a save_to_disk folder or `hf:race:all`
+(read through eval/readers/hf_source.py).
 
 Both readers return the same flat list of `RaceQuestion`s, one per question, in a fixed order.
 The original layout is parsed by the shared reader `megazoo.eval.readers.race`; the HF one here.
@@ -15,17 +16,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from megazoo.eval.readers.common import MissingFile, ReaderError
+from megazoo.eval.readers.hf_source import RowError, is_hf_source, iter_rows
 
 NUM_CHOICES = 4
 LETTERS = "ABCD"
 LEVELS = ("middle", "high")
 SPLITS = ("train", "dev", "test")
-HF_SPLIT_NAMES = {"train": "train", "dev": "validation", "test": "test"}
-HF_SUFFIXES = (".parquet", ".json", ".jsonl")
 
 
 class RaceFormatError(ReaderError):
@@ -83,7 +84,7 @@ def _from_examples(examples) -> list[RaceQuestion]:
 def read_race_dir(root: str | os.PathLike, split: str | None = None) -> list[RaceQuestion]:
     """Questions under an original-layout folder: `RACE/` (with `split`), `RACE/<split>/`,
     `RACE/<split>/<level>/`, or one file. Malformed files raise the shared reader's ReaderError."""
-    from megazoo.eval.readers.race import read_race
+    from megazoo.eval.readers.race import iter_race
 
     root = Path(root)
     if not root.exists():
@@ -101,84 +102,64 @@ def read_race_dir(root: str | os.PathLike, split: str | None = None) -> list[Rac
         have = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
         raise MissingFile(f"{root / split}: no such split folder (have {have}); pass the RACE root, or "
                                 f"one split's folder with no split (--split none)")
-    return _from_examples(read_race(folder))
+    return _from_examples(iter_race(folder))  # streamed: one small file at a time
 
 
 # ---- the Hugging Face schema -----------------------------------------------------------------
 
 HF_COLUMNS = ("example_id", "article", "question", "options", "answer")
+HF_SCHEMA = f"the Hugging Face `race` schema: {', '.join(HF_COLUMNS)}"
+HF_SUFFIXES = (".parquet", ".arrow", ".json", ".jsonl")
 
 
-def _hf_files(path: Path, split: str | None) -> list[Path]:
-    if path.is_file():
-        return [path]
-    files = sorted((p for p in path.rglob("*") if p.suffix in HF_SUFFIXES), key=lambda p: str(p))
-    if split is not None:
-        name = HF_SPLIT_NAMES.get(split, split)
-        files = [p for p in files if p.name.startswith(name) or p.parent.name == name]
-    # the HF repository has all/, middle/ and high/ configs: `all` alone avoids double counting
-    if any(p.parent.name == "all" for p in files):
-        files = [p for p in files if p.parent.name == "all"]
-    if not files:
-        raise MissingFile(f"{path}: no parquet/JSON files{f' for split {split!r}' if split else ''} "
-                                f"in the Hugging Face `race` layout")
-    return files
+class RaceRowError(RowError, RaceFormatError):
+    """A bad row of the Hugging Face layout: `FILE: row N: problem` (`line N` in JSON-lines)."""
 
 
-def _hf_level(example_id: str, path: Path) -> str:
+def _hf_level(example_id: str, label: str) -> str:
     for level in LEVELS:
         if example_id.startswith(level):
             return level
-    return next((lv for lv in LEVELS if lv in path.parts), "")
+    words = set(re.split(r"[/\\:@]", label))  # a folder or an hf:race:CONFIG naming the level
+    return next((lv for lv in LEVELS if lv in words), "")
 
 
 def read_hf_race(path: str | os.PathLike, split: str | None = None) -> list[RaceQuestion]:
-    """Questions from Hugging Face `race` parquet or JSON(-lines) files (a file, or a folder with
-    `split` picking files named train*/validation*/test*). Needs the `datasets` package."""
-    try:
-        import datasets
-    except ImportError:
-        # a ValueError: the boundary reports it as one line (exit 2), not a traceback
-        raise ValueError(f"{path}: reading the Hugging Face `race` layout needs `datasets` (pip install "
-                         f"datasets), or give the original layout (RACE/<split>/<level>/*.txt)") from None
-    path = Path(path)
-    if not path.exists():
-        raise MissingFile(f"{path}: no such file or folder (expected Hugging Face `race` parquet/JSON)")
+    """Questions from the Hugging Face `race` dataset: parquet, arrow or JSON(-lines) files, a
+    save_to_disk folder, a Hub snapshot folder (`all/test-00000-of-00001.parquet`; `split` picks the
+    files, dev -> validation; `all` is read alone when the middle/ and high/ configs are there too)
+    or `hf:race:all` (eval/readers/hf_source.py)."""
     out: list[RaceQuestion] = []
     seen: dict[str, int] = {}
-    for file in _hf_files(path, split):
-        kind = "parquet" if file.suffix == ".parquet" else "json"
-        unit = "row" if kind == "parquet" else "line"
+    rows = iter_rows(path, HF_COLUMNS, HF_SCHEMA, split=split, error=RaceRowError, json_ok=True, prefer_config="all")
+    for label, number, row, unit in rows:
+        for name in HF_COLUMNS:
+            if row[name] is None:  # JSON rows without the key come back as None
+                raise RaceRowError(label, number, f"missing field {name!r}", unit)
+        for name in ("example_id", "article", "question", "answer"):
+            if not isinstance(row[name], str):
+                raise RaceRowError(label, number, f"field {name!r} must be a string, got {row[name]!r:.60}", unit)
         try:
-            table = datasets.load_dataset(kind, data_files=str(file), split="train")
-        except Exception as exc:  # arrow/json errors come in many types; name the file
-            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise RaceFormatError(file, 1, f"not readable as {kind} ({msg:.200})", unit) from None
-        missing = [c for c in HF_COLUMNS if c not in table.column_names]
-        if missing:
-            raise RaceFormatError(file, 1, f"missing field {missing[0]!r} (the Hugging Face `race` schema has "
-                                           f"{', '.join(HF_COLUMNS)})", unit)
-        for row_number, row in enumerate(table, start=1):
-            for name in HF_COLUMNS:
-                if row[name] is None:  # JSON rows without the key come back as None
-                    raise RaceFormatError(file, row_number, f"missing field {name!r}", unit)
-            for name in ("example_id", "article", "question", "answer"):
-                if not isinstance(row[name], str):
-                    raise RaceFormatError(file, row_number, f"field {name!r} must be a string, got {row[name]!r:.60}", unit)
-            doc = row["example_id"]
-            index = seen.get(doc, 0)
-            seen[doc] = index + 1
-            level = _hf_level(doc, file)
-            out.append(RaceQuestion(uid=f"{level}/{doc}#{index}" if level else f"{doc}#{index}",
-                                    article=row["article"], question=row["question"],
-                                    options=_options(row["options"], file, row_number, "options", unit),
-                                    label=_label(row["answer"], file, row_number, unit), level=level, doc_id=doc))
+            options = _options(row["options"], label, number, "options", unit)
+            answer = _label(row["answer"], label, number, unit)
+        except RaceFormatError as exc:
+            raise RaceRowError(label, number, exc.problem, unit) from None
+        doc = row["example_id"]
+        index = seen.get(doc, 0)
+        seen[doc] = index + 1
+        level = _hf_level(doc, label)
+        out.append(RaceQuestion(uid=f"{level}/{doc}#{index}" if level else f"{doc}#{index}", article=row["article"],
+                                question=row["question"], options=options, label=answer, level=level, doc_id=doc))
     return out
 
 
 # ---- either ----------------------------------------------------------------------------------
 
 def is_hf_layout(path: str | os.PathLike) -> bool:
+    """An HF source (eval/readers/hf_source.is_hf_source), a RACE JSON(-lines) file, or a folder of
+    JSON files with no original-layout *.txt."""
+    if is_hf_source(path):
+        return not Path(path).is_dir() or not any(Path(path).rglob("*.txt"))
     path = Path(path)
     if path.is_file():
         return path.suffix in HF_SUFFIXES
@@ -186,8 +167,8 @@ def is_hf_layout(path: str | os.PathLike) -> bool:
 
 
 def load_race(path: str | os.PathLike, split: str | None = None) -> list[RaceQuestion]:
-    """Questions from either layout, told apart by the files: *.txt is the original release,
-    *.parquet / *.json / *.jsonl the Hugging Face schema."""
+    """Questions from either layout, told apart by the files: *.txt is the original release; parquet,
+    arrow, JSON(-lines), save_to_disk folders and `hf:race:CONFIG` the Hugging Face schema."""
     return read_hf_race(path, split) if is_hf_layout(path) else read_race_dir(path, split)
 
 

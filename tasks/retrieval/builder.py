@@ -149,8 +149,11 @@ class RetrievalBuilder(TaskBuilder):
         return self.model.chunks(ctx, seed, device)
 
     # data --------------------------------------------------------------------------------------
-    def _file(self, data: dict, name: str) -> Path:
-        """A task file: in the data.path folder when it is there, else the path as given."""
+    def _file(self, data: dict, name: str) -> Path | str:
+        """A task file: in the data.path folder when it is there, else the path as given (a Hub id
+        `hf:NAME` as it is: the readers take Hugging Face datasets, data_hf.py)."""
+        if name.startswith("hf:"):
+            return name
         inside = Path(data["path"]) / name if data.get("path") else None
         return inside if inside is not None and inside.exists() else Path(name)
 
@@ -161,7 +164,7 @@ class RetrievalBuilder(TaskBuilder):
                 raise ConfigError("task retrieval (supervised) needs data.path: a folder with DPR nq-train.json and "
                                   "nq-dev.json (`megazoo task retrieval data DIR` writes one)")
             for name in (s.train_file, s.valid_file):
-                if not self._file(data, name).is_file():
+                if not data_readable(self._file(data, name)):
                     raise ConfigError(f"{name}: no such DPR json file in data.path={data['path']!r} (task.train_file "
                                       f"and task.valid_file name files there, or give paths)")
 
@@ -310,3 +313,10 @@ def build(task: dict, model: dict, recompute: str = "none") -> TaskBuilder:
 
         return ReaderBuilder(task, model, recompute)
     return RetrievalBuilder(task, model, recompute)
+
+
+def data_readable(path) -> bool:
+    """A data file, or a Hugging Face dataset (a save_to_disk folder, parquet/arrow, `hf:NAME`)."""
+    from megazoo.eval.readers.hf_source import is_hf_source
+
+    return is_hf_source(path) or Path(path).is_file()

@@ -11,14 +11,23 @@ STAGES: dict[str, object] = {
                                      "(task.component: reader|e2e|mss), as the recipe says: train RECIPE "
                                      "[--set k=v ...] [--nproc N]",
                         recipe=", ".join(row.recipe for row in TRAINING.values())),
-    "index": ("megazoo.tasks.retrieval.cli_index", "embed a psgs_w100.tsv into a faiss index: index --passages FILE.tsv "
-                                                    "--checkpoint CKPT --out DIR [--index flat|ivf|hnsw]"),
+    "store": ("megazoo.tasks.retrieval.cli_store", "stream a psgs_w100.tsv into a memory-mapped passage store: store "
+                                                    "--passages FILE.tsv --out STORE"),
+    "embed": ("megazoo.tasks.retrieval.cli_embed", "embed a store's passages in shards across ranks: embed --store "
+                                                    "STORE --checkpoint CKPT --out VEC [--nproc N]"),
+    "index": ("megazoo.tasks.retrieval.cli_index", "build a faiss index from a vectors folder (or embed a .tsv in "
+                                                    "process): index --vectors VEC | --passages FILE.tsv --checkpoint "
+                                                    "CKPT --out DIR [--index-factory SPEC] [--index-shards K]"),
     "evaluate": ("megazoo.tasks.retrieval.cli_evaluate", "top-k accuracy (DPR): evaluate --passages FILE.tsv --qas FILE "
                                                           "--checkpoint CKPT [--index DIR] --out FILE.json"),
 }
 
 # stages that are none of data / train / evaluate / sample
-EXTRAS = {"index": "embed a passage collection with a trained encoder into a faiss index (flat, IVF or HNSW) that "
+EXTRAS = {"store": "turn a psgs_w100.tsv into a memory-mapped passage store that any rank reads by row: a "
+                   "collection prepared for the other stages, not a data set in an official format",
+          "embed": "embed every passage of a store with a trained encoder into shards of vectors, resumable and "
+                   "shared across ranks: a model's artifact the index is built from",
+          "index": "embed a passage collection with a trained encoder into a faiss index (flat, IVF or HNSW) that "
                    "evaluate --index and the reader's retrieval search: a model's artifact, not a data set in an "
                    "official format, a training run, an evaluation or a sample"}
 

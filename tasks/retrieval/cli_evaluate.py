@@ -25,9 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.eval.taskkit import evaluation_outputs
     from megazoo.tasks.retrieval.cli_index import add_lengths
 
-    input_arg(parser, "--passages", kind="file", required=True,
-              help="a psgs_w100.tsv-layout file (id<TAB>text<TAB>title, header)")
-    input_arg(parser, "--qas", kind="file", required=True,
+    input_arg(parser, "--passages", kind="any", required=True, hf=True,
+              help="a passage store (`megazoo task retrieval store`: any size, read by row), or a psgs_w100.tsv-"
+                   "layout file (id<TAB>text<TAB>title, header) read into memory")
+    input_arg(parser, "--qas", kind="file", required=True, hf=True,
               help="questions: a DPR *-test.csv (question<TAB>['answer', ...]) or nq-*.json")
     input_arg(parser, "--checkpoint", kind="any", required=True,
               help="the encoder: a retrieval run's checkpoints/, an import-hf folder or an HF BERT folder")

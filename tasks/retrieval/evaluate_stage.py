@@ -45,7 +45,10 @@ def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str |
     an approximate index's recall against exact search (on up to 1000 passage vectors used as
     queries), write it to `out` (an existing non-empty folder is replaced only with `overwrite`);
     returns its meta."""
-    rows = read_passages(passages)  # a malformed file fails here, before any rank starts
+    from megazoo.tasks.retrieval.store import MemoryStore
+
+    store = MemoryStore(passages)  # a malformed file fails here, before any rank starts
+    rows = store.passages
     if not Path(checkpoint).is_dir():
         raise FileNotFoundError(f"--checkpoint {checkpoint}: no such folder (a retrieval run's checkpoints/, an "
                                 f"import-hf folder or an HF BERT folder)")
@@ -67,6 +70,7 @@ def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str |
     index = build_index(vecs, kind, **index_options)
     build_s = time.perf_counter() - t0
     meta = {"kind": kind, "checkpoint": str(checkpoint), "pooling": used_pooling, "passages": str(passages),
+            "store": store.fingerprint,
             "passage_length": used_length, "similarity": used_similarity, "embed_s": embed_s, "build_s": build_s,
             "ranks": nproc}
     if kind != "flat":
@@ -83,36 +87,71 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
                        similarity: str | None = None, faiss_device: str = "auto") -> tuple[dict, list[dict]]:
     """(summary record `{"task", "n", "metrics", ...}`, per-question predictions): top-k accuracy as
     a fraction for each k (top1, top5, ...), and each question's ranked passage ids with their hits;
-    the search runs on `faiss_device` (index.on_device). cli_evaluate.py writes both through the
+    the search runs on `faiss_device` (index.on_device). `passages`: a passage store (store.py: read
+    by row, any size) or a psgs_w100.tsv (read into memory). Without `index_dir` the passages are
+    embedded here, in this process (small collections). cli_evaluate.py writes both through the
     task-evaluation kit (eval/taskkit.write_evaluation)."""
-    rows = read_passages(passages)
+    from megazoo.tasks.retrieval.store import open_store
+
+    store = open_store(passages)
     questions = read_qas(qas)
+    if index_dir is not None and similarity is None:  # the questions are embedded as the index's passages were
+        similarity = _index_similarity(index_dir)
     enc = _encoder(checkpoint, pooling, batch, question_length, passage_length, similarity)
     k = max(ks)
     q = enc.questions([x.question for x in questions], progress=progress)
     extra: dict = {}
     if index_dir is not None:
-        index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(rows),
-                                      device=faiss_device, expect_similarity=enc.similarity, passages=passages)
+        index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(store),
+                                      device=faiss_device, expect_similarity=enc.similarity, passages=passages,
+                                      store=store)
         _, found = search(index, q, k)
         if meta.get("kind", "flat") != "flat":  # what the approximation costs on these very questions
-            extra["index_recall"] = recall_against_exact(found, brute_force(stored_vectors(index), q, k)[1])
+            extra["index_recall"] = recall_against_exact(found, _exact(index, meta, q, k))
             extra["index_kind"] = meta["kind"]
     else:
+        rows = list(store)
         vecs = enc.passages([p.title for p in rows], [p.text for p in rows], progress=progress)
         _, found = search(build_index(vecs, "flat", device=faiss_device), q, k)
-        ids = np.array([p.id for p in rows], dtype=np.int64)
-    by_id = {p.id: p for p in rows}
-    if index_dir is not None and not all(int(i) in by_id for i in ids):
+        ids = store.ids
+    at = store.row_of(np.asarray(ids)[np.where(found >= 0, found, 0)])  # index row -> passage id -> store row
+    if index_dir is not None and bool((at[found >= 0] < 0).any()):
         raise IndexFolderError(f"{index_dir}: holds passage ids that {passages} lacks; it was built from another "
                                f"passages file: rebuild it from this one")
     predictions, hit_lists = [], []
-    for x, r in zip(questions, found):
-        ranked = [int(ids[i]) for i in r if i >= 0]
-        h = hits(x.answers, [by_id[i].text for i in ranked], match)
+    for x, r, rows in zip(questions, found, at):
+        ranked = [store[j] for i, j in zip(r, rows) if i >= 0]
+        h = hits(x.answers, [p.text for p in ranked], match)
         hit_lists.append(h)
-        predictions.append({"question": x.question, "answers": x.answers, "ids": ranked, "hits": h})
+        predictions.append({"question": x.question, "answers": x.answers, "ids": [p.id for p in ranked], "hits": h})
     record = evaluation_record("retrieval", len(questions), top_k_accuracy(hit_lists, ks), checkpoint=str(checkpoint),
                                pooling=enc.pooling, similarity=enc.similarity, passages=str(passages), qas=str(qas),
                                match=match, **extra)
     return record, predictions
+
+
+def _index_similarity(folder) -> str | None:
+    """The similarity an index folder records (None when it has no readable meta.json: load_index says why)."""
+    import json
+
+    try:
+        meta = json.loads((Path(folder) / "meta.json").read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return meta.get("similarity") if isinstance(meta, dict) else None
+
+
+def _exact(index, meta: dict, q: np.ndarray, k: int) -> np.ndarray:
+    """Exact top-k rows of the questions: block by block over the index's vectors folder when it names
+    one that is still there, else from the vectors the index stores."""
+    from megazoo.tasks.retrieval.vectors import VectorsError, open_vectors
+
+    folder = meta["vectors"].get("path") if isinstance(meta.get("vectors"), dict) else None
+    if folder:
+        try:
+            from megazoo.tasks.retrieval.index_build import exact_topk
+
+            return exact_topk(open_vectors(folder), q, k)[1]
+        except (VectorsError, OSError):
+            pass
+    return brute_force(stored_vectors(index), q, k)[1]

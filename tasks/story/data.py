@@ -6,7 +6,8 @@ Formats read (a header row is required; the columns are found by name):
                         (InputStoryid, InputSentence1..4, RandomFifthSentenceQuiz1/2 and
                         AnswerRightEnding for the Story Cloze val/test files: the right ending
                         becomes sentence 5)
-A row with fewer than five non-empty sentences is an error `file:line: problem`.
+A row with fewer than five non-empty sentences is an error `file:line: problem`. Files are streamed
+a line at a time and may be gzipped (known by their first bytes).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,12 +45,16 @@ class Story:
 
 
 def utf8_lines(path, error=None):
-    """Each line of a UTF-8 file with its line end, decoded one line at a time (streaming; the csv
-    module reads the physical lines in order, so its line_num stays right). An undecodable line raises
-    `error` (default StoryDataError) `file:line: not valid UTF-8 ...`."""
-    from megazoo.core.fs import utf8_lines as lines
+    """Each line of a UTF-8 file (or its gzip, known by its first bytes) with its line end, decoded one
+    line at a time (streaming, eval/readers/common.py text_lines; the csv module reads the physical
+    lines in order, so its line_num stays right). An undecodable line raises `error` (default
+    StoryDataError) `file:line: not valid UTF-8 ...`. Close it (contextlib.closing) when leaving early."""
+    from megazoo.eval.readers.common import text_lines
 
-    return lines(path, error or StoryDataError)
+    lines = text_lines(path, "a UTF-8 text file", error or StoryDataError)
+    with closing(lines):
+        for _, line in lines:
+            yield line
 
 
 def read_utf8(path, error=None) -> str:
@@ -59,13 +65,13 @@ def read_utf8(path, error=None) -> str:
 
 
 def read_records(path, valid, expected: str, empty: str) -> list[tuple[int, dict]]:
-    """(line number, object) of each non-blank line of a JSON-lines file; a line that is no JSON or
+    """(line number, object) of each non-blank line of a JSON-lines file (or its gzip); a line that is no JSON or
     for which valid(obj) is false (or raises KeyError, TypeError, ValueError) is an error
     `file:line: {expected}`, a file without records `file:1: {empty}`."""
     import json
 
     rows = []
-    for number, line in enumerate(read_utf8(path).split("\n"), start=1):
+    for number, line in enumerate(utf8_lines(path), start=1):  # streamed; the rows are kept
         if not line.strip():
             continue
         try:

@@ -16,7 +16,7 @@ MAX_TOP = 100  # spans per paragraph
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    input_arg(parser, "--data", kind="file", required=True, help="a SQuAD-format file: its paragraphs")
+    input_arg(parser, "--data", kind="file", required=True, hf=True, help="a SQuAD-format file: its paragraphs")
     input_arg(parser, "--checkpoint", required=True, help="an answer extractor (task.kind answers) checkpoint")
     output_arg(parser, "--out", required=True, help="the candidates, SQuAD-format JSON file")
     parser.add_argument("--top", type=int_in(1, MAX_TOP), default=3,

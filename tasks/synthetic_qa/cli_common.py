@@ -17,7 +17,10 @@ BATCH = int_in(1, MAX_BATCH)
 
 def need_file(path, flag: str) -> Path:
     from megazoo.eval.readers.common import MissingFile
+    from megazoo.eval.readers.hf_source import is_hf_source
 
+    if is_hf_source(path):  # a Hugging Face dataset: its reader checks it (squad_hf.py)
+        return path
     if not Path(path).is_file():
         raise MissingFile(f"{flag} {path}: no such file")
     return Path(path)

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.eval.taskkit import evaluation_outputs
     from megazoo.tasks.synthetic_qa.evaluate_stage import PREDICTIONS
 
-    input_arg(parser, "--data", kind="file", required=True,
+    input_arg(parser, "--data", kind="file", required=True, hf=True,
               help="a SQuAD v1.1/v2.0 JSON file (the package's dev set: `data` copies it to OUT/dev.json)")
     # a run folder may hold its own evaluations (runs/qa/eval.json)
     input_arg(parser, "--checkpoint", inside_ok=True, required=True,

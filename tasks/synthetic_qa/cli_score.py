@@ -17,7 +17,7 @@ PROG = "megazoo task synthetic_qa score"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    input_arg(parser, "--data", kind="file", required=True, help="a SQuAD v1.1/v2.0 JSON file")
+    input_arg(parser, "--data", kind="file", required=True, hf=True, help="a SQuAD v1.1/v2.0 JSON file")
     input_arg(parser, "--predictions", kind="file", required=True,
               help="a JSON file: one object {question id: answer text}")
     output_arg(parser, "--out", required=True, help="FILE.json: the metrics")

@@ -6,21 +6,32 @@
 A file is v2.0 when its "version" says so or any question has "is_impossible". The reader checks
 what the official scripts silently trust: every answer_start points at its answer text, and no
 question id is used twice (the official scripts would score one of the two and drop the other).
+
+The reader streams the file one article at a time (iter_squad, iter_squad_paragraphs; a gzip is read
+directly), so a bad article is named by its number: `file: article N: problem`; a syntax error names
+its line where it can be told. read_squad returns the whole SquadFile.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from megazoo.core.fs import write_json_atomic
 from megazoo.eval.readers.common import LineError
-from megazoo.eval.readers.lined_json import load_lined_json
+from megazoo.eval.readers.lined_json import ArticleError, load_lined_json, member_items, member_value
+
+SQUAD = 'a SQuAD v1.1/v2.0 JSON file: {"data": [{"title", "paragraphs": [...]}], "version"}'
 
 
 class SquadFormatError(LineError):
     """A SQuAD file that breaks the format; the message is `file:line: problem`."""
+
+
+class SquadArticleError(ArticleError, SquadFormatError):
+    """A bad article of a streamed SQuAD file, whose line is not known: `file: article N: problem`."""
 
 
 @dataclass
@@ -36,8 +47,9 @@ class Question:
     plausible_answers: list = field(default_factory=list)
     title: str = ""
     paragraph: int = 0  # index of the paragraph in the file (questions of one paragraph share it)
-    line: int = 0
+    line: int = 0  # 0 when read from a SQuAD file: the streamed reader knows the article, not the line
     extra: dict = field(default_factory=dict)  # other keys of the question (kept on rewrite)
+    article: int = 0  # the 1-based number of its article in the file it was read from (0: not read)
 
     @property
     def answer_texts(self) -> list[str]:
@@ -56,68 +68,95 @@ class SquadFile:
 
 
 def _lined_json(path):
-    """The file's JSON, each object knowing its line; a format problem is a SquadFormatError."""
+    """The file's JSON, each object knowing its line; a format problem is a SquadFormatError (for the
+    small files read whole: predictions; the data files are streamed, see iter_squad)."""
     return load_lined_json(path, "SQuAD-v1.1 JSON", SquadFormatError)
 
 
-def _get(obj, key: str, kind, path, what: str, default=None):
-    line = getattr(obj, "line", 1)
+def _get(obj, key: str, kind, where: tuple, what: str, default=None):
+    """obj[key] checked to be of `kind`; `where` is (path, article number) for the error."""
     if not isinstance(obj, dict):
-        raise SquadFormatError(path, line, f"{what} must be a JSON object")
+        raise SquadArticleError(*where, f"{what} must be a JSON object")
     if key not in obj:
         if default is not None:
             return default
-        raise SquadFormatError(path, line, f"{what} has no {key!r}")
+        raise SquadArticleError(*where, f"{what} has no {key!r}")
     value = obj[key]
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise SquadFormatError(path, line, f"{what}'s {key!r} must be {names}, got {type(value).__name__}")
+        raise SquadArticleError(*where, f"{what}'s {key!r} must be {names}, got {type(value).__name__}")
     return value
 
 
-def _answers(items, context: str, path, key: str) -> list:
+def _answers(items, context: str, where: tuple, key: str, uid: str) -> list:
     out = []
     for ans in items:
-        text = _get(ans, "text", str, path, "an answer")
-        start = _get(ans, "answer_start", int, path, "an answer")
+        text = _get(ans, "text", str, where, f"an answer of question {uid!r}")
+        start = _get(ans, "answer_start", int, where, f"an answer of question {uid!r}")
         if context[start:start + len(text)] != text:
             there = context[start:start + len(text)]
-            raise SquadFormatError(path, ans.line, f"{key}: answer_start {start} does not point at the answer "
-                                                   f"{text!r:.40}: the context has {there!r:.40} there")
+            raise SquadArticleError(*where, f"question {uid!r}: {key}: answer_start {start} does not point at the "
+                                            f"answer {text!r:.40}: the context has {there!r:.40} there")
         out.append((text, start))
     return out
 
 
-def read_squad(path: str | os.PathLike) -> SquadFile:
-    """Every question of a SQuAD v1.1/v2.0 file, in file order (see the module doc)."""
-    root = _lined_json(path)
-    if not isinstance(root, dict):
-        raise SquadFormatError(path, 1, "a SQuAD file is a JSON object with \"data\"")
-    version = str(root.get("version", "1.1"))
-    questions, paragraphs, seen = [], [], {}
-    for article in _get(root, "data", list, path, "the file"):
-        title = article.get("title", "") if isinstance(article, dict) else ""
-        for para in _get(article, "paragraphs", list, path, "an article"):
-            context = _get(para, "context", str, path, "a paragraph")
-            paragraphs.append((str(title), context))
-            for qa in _get(para, "qas", list, path, "a paragraph", default=[]):
-                uid = str(_get(qa, "id", (str, int), path, "a question"))
+def iter_squad_paragraphs(path: str | os.PathLike) -> Iterator[tuple[str, str, list]]:
+    """(title, context, questions) for each paragraph of a SQuAD v1.1/v2.0 file (or its gzip), in file
+    order, streamed one article at a time (eval/readers/lined_json.py member_items): time linear in
+    the file, memory bounded by one article plus the question ids seen (a dict id -> article number,
+    for the duplicate check: about 100 bytes a question, 13 MB for SQuAD v2.0 train). A bad article
+    raises SquadArticleError, `file: article N: problem`, when the stream reaches it."""
+    seen: dict[str, int] = {}
+    paragraph = -1
+    for n, article in member_items(path, "data", SQUAD, SquadFormatError, SquadArticleError):
+        where = (path, n)
+        title = str(article.get("title", "")) if isinstance(article, dict) else ""
+        for para in _get(article, "paragraphs", list, where, "an article"):
+            context = _get(para, "context", str, where, "a paragraph")
+            paragraph += 1
+            questions = []
+            for qa in _get(para, "qas", list, where, "a paragraph", default=[]):
+                uid = str(_get(qa, "id", (str, int), where, "a question"))
                 if uid in seen:
-                    raise SquadFormatError(path, qa.line, f"question id {uid!r} is used twice (first at line "
-                                                          f"{seen[uid]}); ids must be unique")
-                seen[uid] = qa.line
-                impossible = _get(qa, "is_impossible", bool, path, "a question", default=False)
-                if impossible:
-                    version = version if version.lstrip("v").startswith("2") else "v2.0"
-                answers = _answers(_get(qa, "answers", list, path, "a question", default=[]), context, path, "answers")
-                plausible = _answers(_get(qa, "plausible_answers", list, path, "a question", default=[]), context,
-                                     path, "plausible_answers")
+                    raise SquadArticleError(*where, f"question id {uid!r} is used twice (first in article "
+                                                    f"{seen[uid]}); ids must be unique")
+                seen[uid] = n
+                what = f"question {uid!r}"
+                impossible = _get(qa, "is_impossible", bool, where, what, default=False)
+                answers = _answers(_get(qa, "answers", list, where, what, default=[]), context, where, "answers", uid)
+                plausible = _answers(_get(qa, "plausible_answers", list, where, what, default=[]), context, where,
+                                     "plausible_answers", uid)
                 if impossible and answers:
-                    raise SquadFormatError(path, qa.line, f"question {uid!r} is_impossible but has answers")
+                    raise SquadArticleError(*where, f"question {uid!r} is_impossible but has answers")
                 extra = {k: v for k, v in qa.items() if k not in ("id", "question", "answers", "is_impossible",
                                                                   "plausible_answers")}
-                questions.append(Question(uid, _get(qa, "question", str, path, "a question"), context, answers,
-                                          impossible, plausible, str(title), len(paragraphs) - 1, qa.line, extra))
+                questions.append(Question(uid, _get(qa, "question", str, where, what), context, answers, impossible,
+                                          plausible, title, paragraph, 0, extra, n))
+            yield title, context, questions
+
+
+def iter_squad(path: str | os.PathLike) -> Iterator[Question]:
+    """Every question of a SQuAD v1.1/v2.0 file, in file order, one article at a time (see
+    iter_squad_paragraphs)."""
+    for _, _, questions in iter_squad_paragraphs(path):
+        yield from questions
+
+
+def read_squad(path: str | os.PathLike) -> SquadFile:
+    """Every question and paragraph of a SQuAD v1.1/v2.0 file, in file order (see the module doc); the
+    version is the file's "version" (before or after "data"), v2.0 when a question is_impossible."""
+    from megazoo.tasks.synthetic_qa import squad_hf  # a Hugging Face dataset (squad_hf.py)
+    if squad_hf.is_hf_source(path):
+        return squad_hf.read_squad_hf(path)
+    questions, paragraphs, v2 = [], [], False
+    for title, context, qs in iter_squad_paragraphs(path):
+        paragraphs.append((title, context))
+        questions.extend(qs)
+        v2 = v2 or any(q.is_impossible for q in qs)
+    version = str(member_value(path, "version", "1.1"))
+    if v2 and not version.lstrip("v").startswith("2"):
+        version = "v2.0"
     return SquadFile(questions, version, paragraphs)
 
 

@@ -26,7 +26,7 @@ import torch
 
 from megazoo.core.train.builder import TaskBuilder
 from megazoo.core.train.config import ConfigError
-from megazoo.tasks.retrieval.builder import UNUSED, EncoderBuilder
+from megazoo.tasks.retrieval.builder import UNUSED, EncoderBuilder, data_readable
 from megazoo.tasks.retrieval.inputs import pad_rows
 from megazoo.tasks.retrieval.reader.model import QUESTION
 from megazoo.tasks.retrieval.reader.task import ReaderTask
@@ -112,7 +112,9 @@ class ReaderBuilder(TaskBuilder):
         return self.model.num_parameters(tp) + (self.query.num_parameters(tp) if self.query else 0)
 
     # data --------------------------------------------------------------------------------------
-    def _file(self, data: dict, name: str) -> Path:
+    def _file(self, data: dict, name: str) -> Path | str:
+        if name.startswith("hf:"):  # a Hub id: the readers take Hugging Face datasets (data_hf.py)
+            return name
         inside = Path(data["path"]) / name if data.get("path") else None
         return inside if inside is not None and inside.exists() else Path(name)
 
@@ -120,17 +122,24 @@ class ReaderBuilder(TaskBuilder):
         s = self.settings
         for key in ("passages", "train_file", "test_file"):
             name = getattr(s, key)
-            if not self._file(data, name).is_file():
+            path = self._file(data, name)
+            if key == "passages" and Path(path).is_dir():  # a passage store (`megazoo task retrieval store`)
+                continue
+            if not data_readable(path):
                 raise ConfigError(f"task.{key}={name!r}: no such file in data.path={data.get('path')!r} or as a path "
                                   f"(`megazoo task retrieval data DIR` writes a set)")
 
     def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:
-        from megazoo.tasks.retrieval.data import read_dpr_json, read_passages, read_qas
+        from megazoo.tasks.retrieval.data import read_dpr_json, read_qas
+        from megazoo.tasks.retrieval.store import open_store
         from megazoo.tasks.retrieval.reader.data import Evidence, ReaderExamples, ReaderRows, Retrieved
 
         s = self.settings
         self.check_data(data)
-        passages = read_passages(self._file(data, s.passages))
+        try:
+            passages = open_store(self._file(data, s.passages))  # a store folder read by row, or a small .tsv
+        except ValueError as e:
+            raise ConfigError(f"task.passages: {e}") from None
         train_q = read_dpr_json(self._file(data, s.train_file), need_positive=False)
         test_q = read_qas(self._file(data, s.test_file))
         if s.component == "mss":  # masked salient spans of the training questions' positive passages
@@ -146,7 +155,8 @@ class ReaderBuilder(TaskBuilder):
         from megazoo.zoo.embed import EmbedError
 
         try:
-            self.evidence = ev = Evidence(s.retriever, passages, s.question_length, s.passage_length)
+            self.evidence = ev = Evidence(s.retriever, passages, s.question_length, s.passage_length, s.vectors,
+                                          s.index)
         except EmbedError as e:
             raise ConfigError(f"task.retriever: {e}") from None
         self.rows = ReaderRows(tokenizer, passages, s.reader_length, s.question_length)

@@ -15,34 +15,58 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from megazoo.core.train.config import ConfigError
 from megazoo.tasks.retrieval.inputs import Row, pad_rows
 from megazoo.tasks.retrieval.reader.model import QUESTION, READER
 
-_VECTORS: dict = {}  # (retriever, passages, length, pooling) -> context vectors: runs in one process share them
+_VECTORS: dict = {}  # (retriever, store fingerprint, length, pooling) -> context vectors: runs in one process share them
 
 
 class Evidence:
-    """The passages, their context vectors and index, and the retriever's own encoder (its query
-    tower gives the fixed retrieval's question vectors; its tokenizer the query rows)."""
+    """The passages (a store.py store), their context vectors and index, and the retriever's own
+    encoder (its query tower gives the fixed retrieval's question vectors; its tokenizer the query
+    rows). The vectors are the retriever's context tower's: embedded here, once per process (small
+    collections), or read from `vectors`, a folder `megazoo task retrieval embed` wrote from this
+    store with this retriever (any size: read by row); `index`, an index folder built from them
+    (`megazoo task retrieval index --vectors`), else a Flat index made here."""
 
-    def __init__(self, retriever, passages, question_length: int, passage_length: int | None):
+    def __init__(self, retriever, passages, question_length: int, passage_length: int | None, vectors: str = "",
+                 index: str = ""):
         from megazoo.tasks.retrieval.encoder import BiEncoder
-        from megazoo.tasks.retrieval.index import build_index
 
         self.passages = passages
         self.enc = BiEncoder(retriever, None, question_length, passage_length or None, batch=32)
         if self.enc.similarity != "dot":  # p(z | q) below and loss.py are raw inner products
-            from megazoo.core.train.config import ConfigError
-
             raise ConfigError(f"{retriever}: a {self.enc.similarity}-similarity retriever; the reader's p(z | q) is "
                               f"the softmax of inner products, so the reader stages take a dot retriever for now")
-        key = (str(Path(retriever).resolve()), tuple(p.id for p in passages), self.enc.passage_length, self.enc.pooling)
-        if key not in _VECTORS:
-            _VECTORS.clear()
-            _VECTORS[key] = self.enc.passages([p.title for p in passages], [p.text for p in passages], progress=True)
-        self.vectors = _VECTORS[key]
-        self.table = torch.from_numpy(self.vectors)
-        self.index = build_index(self.vectors, "flat", device="auto")  # on the GPUs of a GPU faiss
+        self.vectors = _stored(vectors, passages, self.enc, retriever) if vectors else None
+        if self.vectors is None:
+            key = (str(Path(retriever).resolve()), passages.fingerprint, self.enc.passage_length, self.enc.pooling)
+            if key not in _VECTORS:
+                _VECTORS.clear()
+                rows = list(passages)
+                _VECTORS[key] = self.enc.passages([p.title for p in rows], [p.text for p in rows], progress=True)
+            self.table = torch.from_numpy(_VECTORS[key])
+        self.index = self._index(index)
+
+    def _index(self, folder: str):
+        from megazoo.tasks.retrieval.index import build_index, load_index
+
+        if folder:
+            try:
+                return load_index(folder, expect_dim=self.enc.hidden_size, expect_count=len(self.passages),
+                                  device="auto", expect_similarity=self.enc.similarity, store=self.passages)[0]
+            except ValueError as e:
+                raise ConfigError(f"task.index: {e}") from None
+        table = self.table.numpy() if self.vectors is None else self.vectors.all()
+        return build_index(table, "flat", device="auto")  # on the GPUs of a GPU faiss
+
+    def take(self, found) -> torch.Tensor:
+        """The context vectors of passage rows `found` (any shape), float32 [..., h]."""
+        idx = np.asarray(found, dtype=np.int64)
+        if self.vectors is None:
+            return self.table[torch.from_numpy(idx)]
+        return torch.from_numpy(self.vectors.take(idx.ravel())).view(*idx.shape, -1)
 
     def search(self, q: np.ndarray, k: int) -> np.ndarray:
         from megazoo.tasks.retrieval.index import search
@@ -51,25 +75,49 @@ class Evidence:
 
     def prior(self, q: torch.Tensor, found) -> torch.Tensor:
         """[n, k] log p(z | q): the softmax over each question's k passages of the inner products."""
-        idx = torch.as_tensor(np.asarray(found), dtype=torch.long)
-        return torch.log_softmax(torch.einsum("nh,nkh->nk", q.float(), self.table[idx]), -1)
+        return torch.log_softmax(torch.einsum("nh,nkh->nk", q.float(), self.take(found)), -1)
+
+
+def _stored(folder: str, passages, enc, retriever):
+    """The vectors folder, checked against the store and the retriever (ConfigError, one line)."""
+    from megazoo.tasks.retrieval.vectors import open_vectors
+
+    try:
+        vec = open_vectors(folder)
+    except ValueError as e:
+        raise ConfigError(f"task.vectors: {e}") from None
+    m = vec.manifest
+    if vec.store_fingerprint != passages.fingerprint:
+        raise ConfigError(f"task.vectors={folder!r}: embedded from another passage store than task.passages "
+                          f"({passages.source}); embed this store, or name the store they came from")
+    if Path(m.get("checkpoint", "")).resolve() != Path(retriever).resolve() or vec.dim != enc.hidden_size or \
+            m.get("pooling") != enc.pooling:
+        raise ConfigError(f"task.vectors={folder!r}: embedded with {m.get('checkpoint')!r} ({m.get('pooling')} "
+                          f"pooling), not task.retriever={retriever!r}; embed the store with the retriever")
+    return vec
 
 
 class ReaderRows:
-    """Reader rows of (question, passage) pairs, with the passages tokenised once."""
+    """Reader rows of (question, passage) pairs; a passage is tokenised when first read, then kept."""
 
     def __init__(self, tok, passages, reader_length: int, question_length: int):
         self.tok, self.passages = tok, passages
         self.length, self.question_length = reader_length, question_length
-        self.titles = tok.encode_batch([p.title for p in passages])
-        self.texts = tok.encode_batch([p.text for p in passages])
+        self._tokens: dict[int, tuple[list[int], list[int]]] = {}
+
+    def tokens(self, j: int) -> tuple[list[int], list[int]]:
+        """(title, text) token ids of passage row j."""
+        if j not in self._tokens:
+            p = self.passages[j]
+            self._tokens[j] = (self.tok.encode(p.title), self.tok.encode(p.text))
+        return self._tokens[j]
 
     def rows(self, question: str, answers: list[str], found) -> list:
         from megazoo.tasks.retrieval.reader.span import reader_row
 
         q = self.tok.encode(question)
         a = [self.tok.encode(x) for x in answers]
-        return [reader_row(q, self.titles[int(j)], self.texts[int(j)], a, self.tok.cls, self.tok.sep, self.length,
+        return [reader_row(q, *self.tokens(int(j)), a, self.tok.cls, self.tok.sep, self.length,
                            self.question_length) for j in found]
 
 
@@ -106,7 +154,7 @@ class ReaderExamples:
         x, found = r.questions[j], r.found[j]
         out = {"rows": self.rows.rows(x.question, x.answers, found), "question": r.query_rows[j]}
         if self.end_to_end:
-            out["ctx"] = self.evidence.table[torch.as_tensor(np.asarray(found), dtype=torch.long)]
+            out["ctx"] = self.evidence.take(found)
         else:
             out["prior"] = r.prior[j]
         return out

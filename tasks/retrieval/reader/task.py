@@ -23,7 +23,9 @@ class ReaderTask:
     component: str = "reader"  # reader: fixed retrieval; e2e: the query tower trains too; mss: e2e on masked spans
     retriever: str = ""  # the retriever's checkpoint (shared or separate towers)
     reader_init: str = ""  # the reader's BERT: must be train.init_from (kept for old recipes)
-    passages: str = "psgs_w100.tsv"  # in data.path, or a path
+    passages: str = "psgs_w100.tsv"  # in data.path, or a path: a psgs_w100.tsv, or a passage store folder
+    vectors: str = ""  # the passages' context vectors (`megazoo task retrieval embed` with task.retriever); "": here
+    index: str = ""  # an index of those vectors (`megazoo task retrieval index --vectors`); "": a Flat made here
     train_file: str = "nq-train.json"
     test_file: str = "nq-test.json"
     top_k: int = 4
