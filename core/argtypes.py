@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 
 
 def _number(kind, text: str):
@@ -100,3 +101,28 @@ def check_fits(nbytes: float, what: str, fix: str) -> None:
     if nbytes > free:
         raise ValueError(f"{what} needs {nbytes / 2**30:.1f} GiB of memory and {free / 2**30:.1f} GiB are available; "
                          f"{fix}")
+
+
+def local_rank_limit() -> int:
+    """The most local ranks worth starting on this machine: 4 per CPU this process may use (more only
+    thrash it; a bigger job belongs on several machines, under torchrun)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 4 * cpus
+
+
+def local_ranks(text: str) -> int:
+    """An argparse type for `--nproc` of a command that starts its own local ranks: 1 to
+    `local_rank_limit()`."""
+    value = _number(int, text)
+    limit = local_rank_limit()
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value > limit:
+        raise argparse.ArgumentTypeError(f"{value} local ranks on this machine's {limit // 4} CPUs would only "
+                                         f"thrash it; give at most {limit}, or start ranks on several machines "
+                                         "with torchrun")
+    return value
+
+
+local_ranks.__name__ = "int"
+local_ranks.bounds = (1, local_rank_limit())  # the fuzzer (tests/fuzz_cli.py) tries values at and beyond them

@@ -214,11 +214,13 @@ def _check_task_paths(a) -> None:
 
 
 def _executor(args, dask: dict | None = None):
-    from megazoo.curate.executor import make_executor
+    from megazoo.curate.executor import check_local_workers, make_executor
 
     dask = dask or {}
     scheduler = args.scheduler or dask.get("scheduler")
     workers = args.dask_workers or dask.get("workers") or None
+    if workers and not scheduler:
+        check_local_workers(workers, "--dask-workers" if args.dask_workers else "dask.workers")
     timeout = args.timeout if args.timeout is not None else float(dask.get("timeout", 10.0))
     return make_executor(scheduler, workers, timeout, progress=not args.no_progress)
 
@@ -255,6 +257,7 @@ def run(args) -> int:
     if args.target in STAGES:
         from megazoo.curate.pipeline import run_stage
         from megazoo.curate.report import write_report
+        from megazoo.curate.shards import list_shards
 
         p = _stage_parser(args.target)
         a, code = _parse(p, args.rest)
@@ -264,6 +267,7 @@ def run(args) -> int:
         if args.target == "decontaminate":
             _check_task_paths(a)
         cfg = _stage_config(args.target, a)
+        list_shards(a.input)  # a missing or empty input is refused before any Dask worker starts
         executor = _executor(a)
         try:
             stats = run_stage(args.target, cfg, a.input, a.output, a.text_key, executor, not a.no_progress,

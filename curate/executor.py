@@ -13,7 +13,10 @@ error) or starts a LocalCluster of N worker processes (one thread each) for `--d
 
 from __future__ import annotations
 
+import os
 import sys
+
+from megazoo.curate.errors import CurateError
 
 
 def _bar(total: int, desc: str, progress: bool):
@@ -55,8 +58,6 @@ class DaskExecutor:
 
     def __init__(self, address: str | None = None, workers: int | None = None, timeout: float = 10.0,
                  progress: bool = True):
-        from megazoo.curate.errors import CurateError
-
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError as err:  # pragma: no cover - declared dependency
@@ -100,6 +101,21 @@ class DaskExecutor:
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+
+def local_worker_limit() -> int:
+    """The most local Dask worker processes worth starting here: 4 per CPU this process may use (more
+    only thrash the machine; a bigger pool belongs on a cluster, through --scheduler)."""
+    return 4 * len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 4 * (os.cpu_count() or 1)
+
+
+def check_local_workers(workers: int, where: str) -> None:
+    """Refuse a local cluster larger than `local_worker_limit()`, naming the flag or key."""
+    limit = local_worker_limit()
+    if workers > limit:
+        raise CurateError(f"{where} {workers}: a local cluster of more than {limit} worker processes (4 per CPU "
+                          f"here) would only thrash this machine; give at most {limit}, or start a Dask cluster "
+                          "and pass --scheduler ADDRESS")
 
 
 def make_executor(scheduler: str | None = None, dask_workers: int | None = None, timeout: float = 10.0,

@@ -55,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output_arg(task, "--out", kind="file", help="write metrics (and predictions) as JSON to this file")
     board = sub.add_parser("leaderboard", help="run a suite of (model, task) pairs")
     input_arg(board, "suite", kind="file", help="suite YAML (see megazoo.eval.leaderboard); its `out` folder gets "
-              "results.json, results.md and results.png")
+              "results.json, results.md, results.csv, results.png and lm_eval/MODEL/results_SUITE.json "
+              "(lm-eval's results layout)")
     board.add_argument("--overwrite", action="store_true",
                        help="replace the results files of an earlier run in the suite's `out` folder")
     mtnlg = sub.add_parser("mt-nlg", help="the MT-NLG paper's zero/one/few-shot table for the models of a suite, "
@@ -84,7 +85,8 @@ def run(args) -> int:
         from megazoo.eval.leaderboard import run_leaderboard
 
         report = run_leaderboard(args.suite, overwrite=args.overwrite)
-        print(json.dumps(report["results"], indent=2, sort_keys=True))
+        print(report["table"], end="")  # the files (results.json/.csv/.md/.png, lm_eval/) hold the rest
+        print(f"results: {report['out']}", file=sys.stderr)
         if report["regressions"]:
             print(f"{len(report['regressions'])} regression(s): see results.md", file=sys.stderr)
             return 1

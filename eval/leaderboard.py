@@ -1,10 +1,11 @@
-"""`megazoo eval leaderboard SUITE.yaml`: run (model, task) pairs, write results.json (stable keys),
-a markdown table and a PNG chart, and flag regressions against a previous results.json.
+"""`megazoo eval leaderboard SUITE.yaml`: run (model, task) pairs, print the table, write results.json
+(stable keys), a markdown table, a CSV, a PNG chart and one lm-eval-layout results file per model
+(eval/leaderboard_outputs.py), and flag regressions against a previous results.json.
 
 Suite file:
 
     name: smoke
-    out: leaderboard/             # where results.json, results.md and results.png go
+    out: leaderboard/             # where results.json/.md/.csv/.png and lm_eval/ go
     baseline: old/results.json    # optional: compare and flag regressions
     tolerance: 0.01               # optional: allowed drop (absolute) before a change is a regression
     models:
@@ -57,7 +58,7 @@ MODEL_KEYS = ("name", "checkpoint", "hf", "max_length")
 TASK_KEYS = ("name", "path")
 ZERO_SHOT_KEYS = ("num_fewshot", "fewshot_path", "limit", "batch_size", "seed", "stride", "lambada_mode")
 MAX_TOLERANCE = 1e6
-RESULT_FILES = ("results.json", "results.md", "results.png")
+RESULT_FILES = ("results.json", "results.md", "results.csv", "results.png")
 
 
 def _bounds() -> dict[str, tuple[int, int]]:
@@ -275,8 +276,16 @@ def check_outputs(suite_path, suite: dict, overwrite: bool) -> None:
         for key, value in t.items():  # path, fewshot_path and a task evaluation's files (passages, ...)
             if key != "name" and isinstance(value, str) and value and os.path.exists(value):
                 inputs.append(Declared(f"task {t['name']} `{key}`", value, PathRole("input")))
-    results = PathRole("output", "prefix", also=lambda p: [p / name for name in RESULT_FILES])
+    results = PathRole("output", "prefix", also=lambda p: [p / name for name in RESULT_FILES] + [
+        p / path for path in lm_eval_paths(suite)])
     check_paths(inputs, [Declared(label, str(out), results)], overwrite)
+
+
+def lm_eval_paths(suite: dict) -> list[str]:
+    """The lm-eval-layout results files under `out`, one per model: lm_eval/MODEL/results_SUITE.json."""
+    from megazoo.eval.leaderboard_outputs import sanitize
+
+    return [f"lm_eval/{sanitize(m['name'])}/results_{sanitize(suite['name'])}.json" for m in suite["models"]]
 
 
 def _load_model(entry: dict):
@@ -348,15 +357,18 @@ def compare(results: dict, baseline: dict, tolerance: float) -> list[dict]:
 
 
 def markdown(results: dict) -> str:
+    """The results.md table: the headline metric per (model, task) and `avg`, the mean of a model's
+    0-1 headlines (perplexities left out)."""
+    from megazoo.eval.leaderboard_outputs import average
+
     tasks = sorted({t for m in results.values() for t in m})
-    lines = ["| model | " + " | ".join(f"{t} ({_headline_key(t)})" for t in tasks) + " |",
-             "|---|" + "---|" * len(tasks)]
+    lines = ["| model | " + " | ".join(f"{t} ({_headline_key(t)})" for t in tasks) + " | avg |",
+             "|---|" + "---|" * (len(tasks) + 1)]
     for model in sorted(results):
-        cells = []
-        for t in tasks:
-            m = results[model].get(t)
-            cells.append(f"{headline(t, m)[1]:.4f}" if m else "-")
-        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+        pairs = [headline(t, results[model][t]) if results[model].get(t) else ("", None) for t in tasks]
+        cells = [f"{v:.4f}" if v is not None else "-" for _, v in pairs]
+        avg = average(pairs)
+        lines.append(f"| {model} | " + " | ".join(cells + [f"{avg:.4f}" if avg is not None else "-"]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -377,6 +389,23 @@ def plot(results: dict, path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100, format="png")  # a path or a binary file
     plt.close(fig)
+
+
+def model_meta(entry: dict, lm) -> dict:
+    """A suite model's metadata for the lm-eval files: its folder, architecture and parameter count
+    (counted on the loaded model; None when only task evaluations, which load their own, ran)."""
+    meta = {k: entry[k] for k in ("checkpoint", "hf") if k in entry}
+    if "checkpoint" in entry:
+        from megazoo.zoo.io import model_config
+
+        meta["arch"] = model_config(entry["checkpoint"])[0]
+    else:
+        config = Path(entry["hf"]) / "config.json"
+        meta["arch"] = json.loads(config.read_text()).get("model_type") if config.is_file() else None
+    modules = getattr(lm, "chunks", None) or ([lm.model] if getattr(lm, "model", None) is not None else [])
+    unique = {id(p): p for m in modules for p in m.parameters()}  # pipeline chunks; tied weights once
+    meta["parameters"] = sum(p.numel() for p in unique.values()) if modules else None
+    return meta
 
 
 def zero_shot_tasks() -> set[str]:
@@ -402,6 +431,7 @@ def scorer(name: str, kind: str, registered: dict) -> tuple[object | None, str |
 def run_leaderboard(suite_path, progress: bool = True, overwrite: bool = False) -> dict:
     """Score every (model, task) pair of the suite and write results.json, results.md and
     results.png into its `out` folder (each atomically; earlier results only with `overwrite`)."""
+    from megazoo.eval.leaderboard_outputs import to_unit_scale
     from megazoo.eval.registry import evaluations, model_kind
     from megazoo.eval.suites import run_task
 
@@ -410,6 +440,7 @@ def run_leaderboard(suite_path, progress: bool = True, overwrite: bool = False) 
     check_outputs(suite_path, suite, overwrite)
     registered = evaluations()
     results: dict[str, dict[str, dict]] = {}
+    metas: dict[str, dict] = {}
     skipped: list[dict] = []
     for entry in suite["models"]:
         kind = model_kind(entry)
@@ -430,9 +461,13 @@ def run_leaderboard(suite_path, progress: bool = True, overwrite: bool = False) 
                                    seed=task.get("seed", 1234), stride=task.get("stride"),
                                    lambada_mode=task.get("lambada_mode"))
                 metrics.pop("predictions", None)
+            metrics = to_unit_scale(metrics)  # one 0-1 scale for every proportion in every file
             results.setdefault(entry["name"], {})[task["name"]] = {k: metrics[k] for k in sorted(metrics)}
         results.setdefault(entry["name"], {})
-    report = {"suite": suite["name"], "results": results, "regressions": [], "skipped": skipped}
+        metas[entry["name"]] = model_meta(entry, lm)
+    version = _version()
+    report = {"suite": suite["name"], "results": results, "regressions": [], "skipped": skipped,
+              "models": metas, "megazoo_version": version, "out": suite["out"]}
     if suite.get("baseline"):
         report["regressions"] = compare(results, suite["baseline_results"], float(suite.get("tolerance", 0.01)))
     table = markdown(results)
@@ -441,12 +476,33 @@ def run_leaderboard(suite_path, progress: bool = True, overwrite: bool = False) 
             f"- {r['model']} / {r['task']} / {r['metric']}: {r['old']:.4f} -> {r['new']:.4f}" for r in report["regressions"]) + "\n"
     chart = io.BytesIO()
     plot(results, chart)
+    from megazoo.eval import leaderboard_outputs as lo
+
+    entries = {t["name"]: t for t in suite["tasks"]}
+    per_model = {name: lo.lm_eval_results(name, tasks, entries, metas[name], version, _higher_is_better)
+                 for name, tasks in results.items()}
+    report["table"] = lo.table(results, headline)
     # everything is computed before the first file is replaced; each file is replaced atomically
     from megazoo.core.fs import write_bytes_atomic, write_text_atomic
 
     out = Path(suite["out"])
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "results.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(out / "results.json", json.dumps({k: v for k, v in report.items() if k != "table"}, indent=2,
+                                                      sort_keys=True) + "\n")
     write_text_atomic(out / "results.md", table)
+    write_text_atomic(out / "results.csv", lo.csv_text(results, lambda t, m: headline(t, m)[0]))
     write_bytes_atomic(out / "results.png", chart.getvalue())
+    for entry, rel in zip(suite["models"], lm_eval_paths(suite)):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out / rel, json.dumps(per_model[entry["name"]], indent=2) + "\n")
     return report
+
+
+def _higher_is_better(task: str, key: str) -> bool:
+    return not _lower_is_better(task, key)
+
+
+def _version() -> str:
+    from megazoo import __version__
+
+    return __version__

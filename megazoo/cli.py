@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "embed": ("megazoo.zoo.cli_embed", "sentence embeddings of a .txt/.jsonl file with an encoder checkpoint -> .npy"),
     "curate": ("megazoo.curate.cli", "clean a raw text corpus: filters, quality, dedup, decontamination, blend"),
     "task": ("megazoo.tasks.cli", "run a research task's stage, e.g. `megazoo task race train RECIPE`"),
+    "config": ("megazoo.cli_config", "the resolved config of a recipe: megazoo config show RECIPE [--set k=v ...]"),
+    "completion": ("megazoo.completion", "print a shell completion script: eval \"$(megazoo completion bash|zsh)\""),
 }
 
 

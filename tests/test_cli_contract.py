@@ -20,7 +20,7 @@ from tests.cli_contract import commands, inputs_of, outputs_of, role, run_case, 
 COMMANDS = {c.name: c for c in commands()}
 
 # commands that print and write no file
-WRITES_NOTHING = {"zoo list", "zoo show", "plan", "generate", "task dialogue chat"}
+WRITES_NOTHING = {"zoo list", "zoo show", "plan", "generate", "task dialogue chat", "completion"}
 # commands whose outputs are named in a recipe or suite file (log.dir, the suite's results folder,
 # a curation recipe's output): the config loaders check them with core.fs.check_paths
 CONFIG_OUTPUTS = {"train", "quickstart", "eval leaderboard", "curate"} | {

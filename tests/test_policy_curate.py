@@ -322,6 +322,7 @@ def test_generate_refuses_a_full_folder_and_replaces_it_atomically(tmp_path, cap
     ("fuzzy-dedup", ["--shingle-size", "-3"], "argument --shingle-size: must be between 1 and 1000"),
     ("fuzzy-dedup", ["--timeout", "0"], "argument --timeout: must be between"),
     ("filter", ["--dask-workers", "100000"], "argument --dask-workers: must be between 1 and 1024"),
+    ("filter", ["--dask-workers", "1024"], "--dask-workers 1024: a local cluster of more than"),
     ("quality", ["--reference", "ref", "--threshold", "2"], "argument --threshold: must be between 0 and 1"),
     ("blend", ["--weight", "web=nan"], "--weight web=nan: needs a number in [0, 1e6]"),
     ("blend", ["--epochs", "web=1e9"], "--epochs web=1e9: needs a number in [0, 1e6]"),
@@ -353,6 +354,7 @@ def test_numbers_out_of_bounds_and_unknown_keys_are_refused(stage, flags, messag
     ("outptu=x", "r.yaml: outptu: unknown key; did you mean `output`?"),
     ("dask.worker=2", "r.yaml: dask.worker: unknown setting; did you mean `workers`?"),
     ("dask.timeout=.nan", "r.yaml: dask.timeout: nan; needs a number in (0, 86400]"),
+    ("dask.workers=1024", "dask.workers 1024: a local cluster of more than"),
     ("stages.blend.sources.web.epochs=1.0e+300", "stages.blend.sources.web.epochs: 1e+300; needs a number in "
                                                  "[0, 1000000]"),
 ])
@@ -364,6 +366,20 @@ def test_recipe_keys_are_bounded_and_named(setting, message, raw, tmp_path, caps
     code, err = run(["curate", str(path), "--no-progress", "--set", setting], capsys)
     assert code == 2 and message in err, err
     no_change(tmp_path, before)
+
+
+def test_a_file_as_input_is_refused_before_any_dask_worker_starts(raw, tmp_path, capsys, monkeypatch):
+    import megazoo.curate.executor as executor
+
+    def no_cluster(*a, **k):
+        raise AssertionError("a Dask cluster was started for an input that is not a folder")
+
+    monkeypatch.setattr(executor, "DaskExecutor", no_cluster)
+    shard = next(p for p in raw.rglob("*") if p.is_file())
+    code, err = run(["curate", "exact-dedup", "--input", str(shard), "--output", str(tmp_path / "out"),
+                     "--no-progress", "--dask-workers", "2"], capsys)
+    assert code == 2 and f"{shard}: no such input folder" in err, err
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_signature_matrix_is_checked_against_memory(raw, tmp_path, capsys, monkeypatch):

@@ -179,6 +179,26 @@ def test_undecodable_passages_and_questions_name_file_and_line(data, tmp_path, c
     assert not out.exists()
 
 
+def test_more_local_ranks_than_the_machine_can_run_are_refused_before_any_starts(data, tmp_path, capsys):
+    from megazoo.core.argtypes import local_rank_limit
+
+    too_many = local_rank_limit() + 1
+    code, err = run(capsys, "index", "--passages", str(data / "psgs.tsv"), "--checkpoint", str(data / "ckpt"),
+                    "--out", str(tmp_path / "idx"), "--nproc", str(too_many))
+    assert code == 2 and f"argument --nproc: {too_many} local ranks on this machine's" in err, err
+    assert f"give at most {local_rank_limit()}" in err and not (tmp_path / "idx").exists()
+
+
+def test_a_bad_checkpoint_fails_once_before_the_ranks_start(data, tmp_path, capsys, monkeypatch):
+    import megazoo.core.parallel.launch as launch
+
+    monkeypatch.setattr(launch, "spawn", lambda *a, **k: pytest.fail("ranks started for a bad setting"))
+    code, err = run(capsys, "index", "--passages", str(data / "psgs.tsv"), "--checkpoint", str(data / "ckpt"),
+                    "--out", str(tmp_path / "idx"), "--nproc", "2")
+    assert code == 2 and "unsupported model_type" in err and "Traceback" not in err, err
+    assert not (tmp_path / "idx").exists()
+
+
 @pytest.mark.parametrize("stage, flag, value", [
     ("data", "--words", "5"), ("data", "--words", "1e9"), ("data", "--seed", "-1"),
     ("data", "--seed", str(2**40)), ("data", "--questions-per-passage", "0"),

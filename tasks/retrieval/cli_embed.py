@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from megazoo.core.argtypes import int_in
+from megazoo.core.argtypes import int_in, local_ranks
 from megazoo.core.fs import input_arg, output_arg
 from megazoo.tasks.retrieval.similarity import SIMILARITIES
 from megazoo.tasks.retrieval.vectors import DTYPES
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
               help="the encoder: a retrieval run's checkpoints/, an import-hf folder or an HF BERT folder")
     output_arg(parser, "--out", kind="folder", resumable=True, required=True,
                help="the vectors folder (a rerun of the same job continues it)")
-    parser.add_argument("--nproc", type=int_in(1, 256), default=1, help="local ranks that share the shards")
+    parser.add_argument("--nproc", type=local_ranks, default=1, help="local ranks that share the shards")
     parser.add_argument("--shard-size", type=int_in(1, 1 << 30), default=100_000, help="passages per shard file")
     parser.add_argument("--dtype", choices=DTYPES, default="float32", help="how the vectors are stored")
     parser.add_argument("--pooling", choices=("mean", "cls"), default=None,

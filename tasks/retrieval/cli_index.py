@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from megazoo.core.argtypes import int_in
+from megazoo.core.argtypes import int_in, local_ranks
 from megazoo.core.fs import input_arg, output_arg
 from megazoo.tasks.retrieval.index import DEVICES, KINDS
 from megazoo.tasks.retrieval.similarity import SIMILARITIES
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--similarity", choices=SIMILARITIES, default=None,
                         help="cosine: L2-normalised vectors (default: the run's task.similarity, else dot)")
     add_lengths(parser, question=False)
-    parser.add_argument("--nproc", type=int_in(1, 256), default=1,
+    parser.add_argument("--nproc", type=local_ranks, default=1,
                         help="--passages: local ranks that embed the passages (a share each)")
     parser.add_argument("--nlist", type=int_in(1, 1 << 20), default=None, help="ivf: cells (default 4 sqrt(N))")
     parser.add_argument("--nprobe", type=int_in(1, 1 << 20), default=8, help="IVF indexes: cells searched per query")

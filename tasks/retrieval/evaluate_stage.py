@@ -56,6 +56,10 @@ def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str |
     if nproc > 1:
         from megazoo.core.parallel.launch import spawn
 
+        # a bad checkpoint or setting (a passage length beyond the model's positions) fails here, once,
+        # before any rank starts
+        _encoder(checkpoint, pooling, batch, None, passage_length, similarity)
+
         parts = spawn(embed_shard, nproc, passages, checkpoint, pooling, batch, passage_length, progress,
                       similarity, timeout=7 * 24 * 3600.0)
         vecs = np.empty((len(rows), parts[0][0].shape[1]), dtype=np.float32)
