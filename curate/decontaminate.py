@@ -3,7 +3,10 @@ the tool MT-NLG used: Smith et al. 2022, section 3.1.3, after GPT-3).
 
 Index. Every evaluation text (words: lowercased `\\w+`, punctuation dropped) gives its `ngram`-word
 n-grams (13); a text of `min_ngram` to `ngram - 1` words (8-12) is indexed whole, at its own length;
-shorter texts are skipped.
+shorter texts are skipped. `ngram_per_task` ({benchmark name: N}) gives a benchmark its own N, as
+GPT-3's contamination study chose N per benchmark: its texts give N-grams, and those of
+min(min_ngram, N) to N - 1 words are indexed whole. The scan below then starts each position with the
+longest indexed length (`ngram` without per-task sizes, so NVIDIA's order is unchanged).
 
 Frequency. An n-gram found in `max_doc_frequency` (10) or more training documents is a common
 phrase, not a leak, and is left alone (0 turns the count off). The count is a first pass over every
@@ -37,7 +40,7 @@ PRESETS = {
     "gpt3": {"ngram": 13, "min_ngram": 13, "max_doc_frequency": 0, "margin": 200, "snap": "none",
              "min_piece": 200, "max_splits": 10},
 }
-DECON_DEFAULTS = {"tasks": [], "preset": None, **PRESETS["nvidia"]}
+DECON_DEFAULTS = {"tasks": [], "preset": None, "ngram_per_task": {}, **PRESETS["nvidia"]}
 SNAPS = ("punctuation", "none")
 # (lowest, highest) of each setting: generous for real documents, far below what would exhaust memory
 DECON_BOUNDS = {"ngram": (1, 1000), "min_ngram": (1, 1000), "max_doc_frequency": (0, 10**12),
@@ -52,22 +55,30 @@ def words_at(text: str) -> tuple[list[str], list[int]]:
     return [w for w, _ in found], [p for _, p in found]
 
 
-def build_index(texts: dict[str, list[str]], ngram: int, min_ngram: int) -> dict:
+def build_index(texts: dict[str, list[str]], ngram: int, min_ngram: int, per_task: dict | None = None) -> dict:
     """{"grams": hash of an indexed n-gram -> its task (first in name order wins), "lengths": the
-    n-gram lengths present} from the evaluation texts."""
+    n-gram lengths present, "longest": the scan's first window} from the evaluation texts; `per_task`
+    {name: N} replaces `ngram` for those benchmarks (their whole-text floor is min(min_ngram, N))."""
     grams: dict[int, str] = {}
     lengths: set[int] = set()
     for name in sorted(texts):
+        n = (per_task or {}).get(name, ngram)
+        floor = min(min_ngram, n)
         for text in texts[name]:
             words, _ = words_at(text)
-            if len(words) < min_ngram:
+            if len(words) < floor:
                 continue
-            lengths.add(min(len(words), ngram))
-            if len(words) < ngram:
+            lengths.add(min(len(words), n))
+            if len(words) < n:
                 grams.setdefault(gram_hash(words), name)
-            for i in range(len(words) - ngram + 1):
-                grams.setdefault(gram_hash(words[i:i + ngram]), name)
-    return {"grams": grams, "lengths": sorted(lengths)}
+            for i in range(len(words) - n + 1):
+                grams.setdefault(gram_hash(words[i:i + n]), name)
+    return {"grams": grams, "lengths": sorted(lengths), "longest": max(lengths, default=ngram)}
+
+
+def scan_length(index: dict, cfg: dict) -> int:
+    """The scan's first window at each position: `ngram`, or a longer per-task size when one is indexed."""
+    return max(cfg["ngram"], index.get("longest", cfg["ngram"]))
 
 
 def first_match(text: str, grams, lengths: list[int], ngram: int):
@@ -110,7 +121,7 @@ def split(text: str, start: int, length: int, margin: int, snap: str) -> tuple[s
 def clean(text: str, index: dict, cfg: dict, removable=None) -> tuple[list[str], list[tuple[int, str]]]:
     """(pieces kept, [(hash, matched n-gram)] in order) for one document; `removable(hash)` says
     whether a match is cut (the frequency rule), default every indexed n-gram."""
-    grams, lengths, n = index["grams"], index["lengths"], cfg["ngram"]
+    grams, lengths, n = index["grams"], index["lengths"], scan_length(index, cfg)
     todo, kept, hits = [text], [], []
     while todo:
         part = todo.pop(0)
@@ -144,7 +155,7 @@ def document_hits(text: str, index: dict, cfg: dict) -> set[int]:
     found, todo = set(), [text]
     while todo:
         part = todo.pop(0)
-        match = first_match(part, index["grams"], index["lengths"], cfg["ngram"])
+        match = first_match(part, index["grams"], index["lengths"], scan_length(index, cfg))
         if match is None:
             continue
         start, words, h = match
@@ -181,6 +192,7 @@ def check_config(cfg: dict, where: str = "decontaminate") -> dict:
     if cfg["min_ngram"] > cfg["ngram"]:
         raise CurateError(f"{where}.min_ngram: {cfg['min_ngram']} is above ngram {cfg['ngram']}; texts of "
                           f"min_ngram to ngram - 1 words are indexed whole, so give min_ngram <= ngram")
+    cfg["ngram_per_task"] = per_task_sizes(cfg["ngram_per_task"], f"{where}.ngram_per_task")
     if cfg["snap"] not in SNAPS:
         raise CurateError(f"{where}.snap: {cfg['snap']!r}; choose one of {', '.join(SNAPS)}")
     tasks = cfg["tasks"]
@@ -194,6 +206,47 @@ def check_config(cfg: dict, where: str = "decontaminate") -> dict:
                           "NAME=PATH or `generated`)")
     cfg["tasks"] = list(tasks)
     return cfg
+
+
+def per_task_sizes(value, where: str) -> dict[str, int]:
+    """`ngram_per_task` as {name: N}: a mapping, or the command line's `NAME:N,NAME:N` string."""
+    from megazoo.curate.errors import CurateError
+
+    example = "give NAME:N pairs, e.g. --ngram-per-task lambada:8,race:13 (ngram_per_task: {lambada: 8})"
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        pairs = {}
+        for item in value.split(","):
+            name, sep, n = item.strip().partition(":")
+            if not sep or not name.strip() or not (n.strip().isascii() and n.strip().isdigit()):
+                raise CurateError(f"{where}: {item.strip()!r} is not NAME:N; {example}")
+            if name.strip() in pairs:
+                raise CurateError(f"{where}: {name.strip()} is given twice; give each benchmark once")
+            pairs[name.strip()] = int(n)
+        value = pairs
+    if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+        raise CurateError(f"{where}: {value!r}; {example}")
+    lo, hi = DECON_BOUNDS["ngram"]
+    for name, n in value.items():
+        if isinstance(n, bool) or not isinstance(n, int) or not lo <= n <= hi:
+            raise CurateError(f"{where}: {name}: {n!r}; N must be a whole number of words from {lo} to {hi}")
+    return dict(value)
+
+
+def check_task_names(cfg: dict, where: str = "decontaminate") -> None:
+    """Every benchmark `ngram_per_task` names must be one of the tasks (before any work starts)."""
+    from megazoo.curate.errors import CurateError
+    from megazoo.curate.eval_sets import resolve
+
+    if not cfg.get("ngram_per_task"):
+        return
+    known = sorted({name for name, _ in resolve(list(cfg["tasks"]))})
+    unknown = [n for n in cfg["ngram_per_task"] if n not in known]
+    if unknown:
+        raise CurateError(f"{where}.ngram_per_task: {unknown[0]} is not one of the tasks' benchmarks "
+                          f"({', '.join(known)}); name a benchmark as --tasks names it (file stem, NAME=PATH, "
+                          "or the suite's name)")
 
 
 def decontaminate_shard(docs: list[dict], params: dict) -> tuple[list[dict], list[dict], dict]:

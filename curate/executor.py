@@ -16,13 +16,14 @@ from __future__ import annotations
 import os
 import sys
 
+from megazoo.core.verbosity import shows_progress
 from megazoo.curate.errors import CurateError
 
 
 def _bar(total: int, desc: str, progress: bool):
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="shard", disable=not progress, file=sys.stderr, leave=False)
+    return tqdm(total=total, desc=desc, unit="shard", disable=not shows_progress(progress), file=sys.stderr, leave=False)
 
 
 class LocalExecutor:

@@ -130,6 +130,10 @@ def run_stage(name: str, cfg: dict | None, in_dir, out_dir, key: str, executor, 
         from megazoo.curate.fuzzy_dedup import check_priority
 
         check_priority(cfg, in_dir, where)  # a priority list naming an unknown dataset: before any work
+    if name == "decontaminate":
+        from megazoo.curate.decontaminate import check_task_names
+
+        check_task_names(cfg, where)  # an n-gram size for a benchmark the tasks do not have: before any work
     settings = stage_settings(name, cfg, in_dir, key, final_in)
     state = output_state(out_dir, settings, where, overwrite)
     final = str(final_out or out_dir)
@@ -167,7 +171,7 @@ def _run(name: str, cfg: dict, in_dir: str, out_dir, key: str, executor, progres
         from megazoo.curate.eval_sets import benchmark_texts
 
         texts = benchmark_texts(list(cfg["tasks"]))
-        index = build_index(texts, cfg["ngram"], cfg["min_ngram"])
+        index = build_index(texts, cfg["ngram"], cfg["min_ngram"], cfg["ngram_per_task"])
         config = {k: v for k, v in cfg.items() if k not in ("tasks", "preset")}
         frequent = _frequent_ngrams(index, config, in_dir, out_dir, key, executor)
         params = {"text_key": key, "config": config, "index": index, "frequent": frequent}

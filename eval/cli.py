@@ -5,7 +5,7 @@
                     [--out FILE.json]
   megazoo eval leaderboard SUITE.yaml [--overwrite]
   megazoo eval mt-nlg SUITE.yaml [--columns zero one few] [--limit N] [--out FILE.json]
-  megazoo eval lm-eval [lm-eval's own arguments, e.g. --model megazoo --model_args checkpoint=CKPT --tasks ...]
+  megazoo eval lm-eval [lm-eval's own arguments, e.g. --model megazoo --model_args pretrained=DIR --tasks ...]
 
 User errors (a missing file, an option the task lacks, a tokenizer that is not the checkpoint's, a
 bad suite) are ValueErrors: one line and exit 2 at the boundary (megazoo/cli.py).

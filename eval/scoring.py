@@ -14,6 +14,7 @@ from typing import Sequence
 import torch
 from tqdm.auto import tqdm
 
+from megazoo.core.verbosity import shows_progress
 from megazoo.eval.lm import LanguageModel
 
 
@@ -39,7 +40,7 @@ def loglikelihood_tokens(lm: LanguageModel, requests: Sequence[tuple[list[int], 
         inputs.append((ids, list(cont)))
     order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i][0]))  # longest first, as lm-eval
     results: list[tuple[float, bool] | None] = [None] * len(inputs)
-    for start in tqdm(range(0, len(order), batch_size), disable=not progress, desc="loglikelihood"):
+    for start in tqdm(range(0, len(order), batch_size), disable=not shows_progress(progress), desc="loglikelihood"):
         idx = order[start:start + batch_size]
         width = max(len(inputs[i][0]) for i in idx)
         batch = torch.zeros(len(idx), width, dtype=torch.long)
@@ -107,7 +108,7 @@ def generate_until(lm: LanguageModel, requests: Sequence[tuple[str, dict]], prog
     generator use it (`lm.generate_greedy`); others recompute the prefix each step.
     """
     outputs = []
-    for context, kwargs in tqdm(requests, disable=not progress, desc="generate"):
+    for context, kwargs in tqdm(requests, disable=not shows_progress(progress), desc="generate"):
         until = kwargs.get("until") or []
         if isinstance(until, str):
             until = [until]

@@ -38,7 +38,8 @@ def _top_help() -> str:
     width = max(len(n) for n in COMMANDS)
     lines = ["usage: megazoo COMMAND [ARGS ...]", "", "commands:"]
     lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "`megazoo COMMAND --help` shows a command's options."]
+    lines += ["", "`megazoo COMMAND --help` shows a command's options. Every command also takes -q/--quiet (no",
+              "progress bars or information lines) and -v/--verbose (a line per logged training step)."]
     return "\n".join(lines)
 
 
@@ -87,7 +88,33 @@ def _closed_pipe() -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
+    from megazoo.core.verbosity import split_flags, verbosity
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    # -q/--quiet and -v/--verbose: every command takes them, before or after its own arguments
+    # (core/verbosity.py); an `eval lm-eval` command line after its action is lm-eval's own
+    try:
+        argv, chosen = split_flags(argv, keep_after=_passthrough_start(argv))
+    except ValueError as err:
+        print(f"megazoo: error: {err}", file=sys.stderr)
+        return 2
+    with verbosity(chosen):
+        return _command(argv)
+
+
+def _passthrough_start(argv: list[str]) -> int | None:
+    """Where a command line that another program parses begins (`megazoo eval lm-eval ARGS`): from
+    there on, -q/-v are that program's. The module is imported only when its action is one of them."""
+    words = [w for w in argv if w not in ("-q", "--quiet", "-v", "--verbose")]
+    if len(words) < 2 or words[0] not in COMMANDS:
+        return None
+    module = importlib.import_module(COMMANDS[words[0]][0])
+    if words[1] not in getattr(module, "PASSTHROUGH", ()):
+        return None
+    return argv.index(words[1]) + 1
+
+
+def _command(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(_top_help())
         return 0

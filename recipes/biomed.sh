@@ -18,6 +18,7 @@
 # 5. evaluation of each best checkpoint on its test split, and a leaderboard over the three.
 # Rerun into the same OUT: data, vocabularies, token files and MiniLM are kept, trainings resume, reports redone (--overwrite).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/find-python.sh"   # megazoo, python: the project's interpreter
 OUT=${1:-runs/biomed}
 NPROC=${NPROC:-1}
 VOCAB=${VOCAB:-4000}

@@ -14,6 +14,7 @@
 # reads; the training here is a few CPU steps of gpt-tiny with the GPT-2 tokenizer.
 # Rerun into the same OUT: every step resumes (finished shards kept); other curate settings are refused (docs/curate.md).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/find-python.sh"   # megazoo, python: the project's interpreter
 OUT=${1:-runs/curate-demo}
 shift || true
 mkdir -p "$OUT"

@@ -13,6 +13,7 @@
 # LR_FULL (6e-5), LR_ADAPTER (2e-4) as bench/bench_detox.py found for this scale, NPROC (1).
 # Rerun into the same OUT: model, prompts and self-generations are kept or continued, trainings resume, filter and evaluations redone (--overwrite).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/find-python.sh"   # megazoo, python: the project's interpreter
 OUT=${1:-runs/detox}
 SCORER=${SCORER:-profanity}
 SELFGEN=${SELFGEN:-96}

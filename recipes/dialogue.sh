@@ -14,6 +14,7 @@
 # Sizes (CPU scale): STEPS (40 per fine-tune), LIMIT (MSDP samples, 20), NPROC (1).
 # Rerun into the same OUT: model and data are kept, trainings resume, generations and evaluations redone (--overwrite).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/find-python.sh"   # megazoo, python: the project's interpreter
 OUT=${1:-runs/dialogue}
 STEPS=${STEPS:-40}
 LIMIT=${LIMIT:-20}

@@ -16,6 +16,7 @@
 # (metrics) with OUT/test-SEED.predictions.jsonl, and OUT/test-ensemble.json (+ .predictions.jsonl).
 # Rerun into the same OUT: MiniLM and data are kept, fine-tunes resume, evaluations and ensemble redone (--overwrite).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/find-python.sh"   # megazoo, python: the project's interpreter
 OUT=${1:-runs/race}
 shift || true
 NPROC=${NPROC:-1}

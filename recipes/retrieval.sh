@@ -21,6 +21,7 @@
 # reader.predictions.jsonl; mss and e2e also write retriever/, both towers).
 # Rerun into the same OUT: MiniLM and data are kept, trainings resume, the index and evaluations redone (--overwrite).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/find-python.sh"   # megazoo, python: the project's interpreter
 OUT=${1:-runs/retrieval}
 shift || true
 NPROC=${NPROC:-1}

@@ -14,6 +14,7 @@
 # Knobs (environment): ROC, KB, STORIES (600), GEN_SETTINGS / KW_SETTINGS / RANK_SETTINGS (--set words).
 # Rerun into the same OUT: data, models and ranker labels are kept, trainings resume, stories and scores redone (--overwrite).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/find-python.sh"   # megazoo, python: the project's interpreter
 OUT=${1:-runs/story}
 STORIES=${STORIES:-600}
 GEN_SETTINGS=${GEN_SETTINGS-"train.steps=40"}

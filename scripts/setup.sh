@@ -19,8 +19,8 @@ if [ "${MEGAZOO_GPU:-0}" != "1" ]; then CONSTRAINTS=(-c constraints-cpu.txt); fi
 # declared dependencies would pull a different torch or nothing useful
 "${PIP[@]}" "${CONSTRAINTS[@]}" -r requirements-assets.txt
 "${PIP[@]}" "${CONSTRAINTS[@]}" --no-deps -r requirements-nodeps.txt
-# editable installs skip data files: put the lm-eval start-up hook in site-packages by hand
-cp megazoo-lm-eval.pth "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+# (the lm-eval start-up hook, megazoo-lm-eval.pth, comes with the editable install itself: setup.py's
+# build_py puts it in the editable wheel, listed in its RECORD, so `pip uninstall megazoo` removes it)
 # Debian data packages the task packages read (DESIGN.md section 4): the medical word list for
 # tasks/biomed, and WordNet 3.0 (METEOR's synonyms, tasks/story's knowledge base). Installed when
 # missing and apt is usable; the tasks say what to install otherwise.

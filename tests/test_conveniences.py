@@ -61,6 +61,17 @@ def test_dry_run_layout_of_ranks(tmp_path, capsys, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_dry_run_of_a_task_recipe_plans_its_model(tmp_path, capsys, monkeypatch):
+    # a task builder (sft over a GPT) has the planner's memory line of the model it wraps
+    monkeypatch.chdir(tmp_path)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"prompt": "hi", "response": "there"}\n' * 20)
+    assert main(["train", "sft-tiny", "--dry-run", "--set", f"data.path={pairs}"]) == 0
+    out = capsys.readouterr().out
+    assert "memory per rank (planner" in out and "first batch: labels" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.jsonl"]
+
+
 def _complete(script, tmp_path, *words) -> list[str]:
     path = tmp_path / "megazoo.bash"
     path.write_text(script)

@@ -95,7 +95,7 @@ def test_429_is_retried_after_the_backoff_then_succeeds(server):
     quota = {"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}}
     api.answers = [(429, quota), (429, quota), (200, reply(0.4))]
     t = FakeTime()
-    c = client(url, t, qps=1000.0, backoff=0.5)
+    c = client(url, t, qps=1000.0, backoff=0.5, jitter=0.0)
     assert c.score(["text"]) == [0.4]
     assert c.requests == 3 and len(api.seen) == 3
     assert [s for s in t.sleeps if s >= 0.5] == [0.5, 1.0]  # backoff * 2^attempt

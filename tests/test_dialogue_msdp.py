@@ -73,7 +73,8 @@ def test_both_stages_end_to_end(tmp_path, ckpt, capsys):
     write_tsv([Sample("Tea", ["Hi.", "Is tea hot?"], "Tea is hot.", "Yes, hot."),
                Sample("Kite", ["Hi.", "Do kites fly?"], "Kites fly.", "They fly high.")], tmp_path / "test.tsv")
     common = ["task", "dialogue", "msdp", "--data", str(tmp_path / "test.tsv"), "--checkpoint", str(ckpt),
-              "--max-new-tokens", "6", "--embedder", str(minilm())]
+              "--max-new-tokens", "6", "--embedder", str(minilm()),
+              "--selection", "simple"]  # msdp.py's selection; Megatron's (the default): test_msdp_selection.py
     assert megazoo([*common, "--stage", "knowledge", "--out", str(tmp_path / "k.jsonl"), "--batch", "2"]) == 0
     prompt = (tmp_path / "k.prompt.txt").read_text().splitlines()
     assert len(prompt) == 11 and all(" ) Tea => Tea fact" in line for line in prompt[2:10])

@@ -4,6 +4,7 @@ models, without importing torch or megazoo's backend before it is asked for. A p
 imports lm_eval pays nothing: the hook imports no module and megazoo stays unimported."""
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -100,3 +101,21 @@ def test_start_up_imports_nothing_of_megazoo():
                           timeout=120)
     modules = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]
     assert modules and not [m for m in modules if m.split(".")[0] == "megazoo"], modules
+
+
+def test_a_hook_left_behind_without_megazoo_is_harmless():
+    """The hook's line with megazoo unimportable (uninstalled, or broken): lm_eval.models still loads,
+    without a megazoo entry, and the finder has stepped aside."""
+    line = [line for line in PTH.read_text().splitlines() if line.startswith("import ")][0]
+    code = (f"import sys; exec({line!r}); sys.modules['megazoo'] = None  # as if megazoo were not installed\n"
+            "import lm_eval.models\nfrom lm_eval.api.registry import model_registry\n"
+            "print('megazoo' in model_registry, 'hf' in model_registry,"
+            " [type(f).__name__ for f in sys.meta_path].count('MegazooLmEvalHook'))")
+    done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(site_paths())})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True", "0"]
+
+
+def site_paths() -> list[str]:
+    return [p for p in sys.path if p.endswith("site-packages")]

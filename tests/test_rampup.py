@@ -100,6 +100,27 @@ def test_token_schedule_lr_equals_hand_computation(tmp_path):
     assert rows[3]["lr"] == pytest.approx(1e-4 + 9e-4 * 0.5 * (1 + math.cos(0.12 * math.pi)), rel=1e-12)
 
 
+def test_sample_schedule_lr_equals_hand_computation(tmp_path):
+    """train.lr_warmup_samples / lr_decay_samples: under the ramp with a linear decay, and without a
+    ramp (constant batch 8) with an unset decay end, i.e. the run's last sample."""
+    lr, min_lr = 1e-3, 1e-4
+    ramp = tiny(tmp_path / "ramp", *RAMP, "train.lr_warmup_samples=3", "train.lr_decay_samples=20",
+                "train.decay=linear", "train.warmup=0", f"train.lr={lr}", f"train.min_lr={min_lr}")
+    plain = tiny(tmp_path / "plain", "train.steps=5", "train.lr_warmup_samples=12", "train.warmup=0",
+                 f"train.lr={lr}", f"train.min_lr={min_lr}", "model.dropout=0.0", "model.attention_dropout=0.0")
+    run_cases({"ramp": ramp, "plain": plain})
+    # the ramp: samples consumed before each step 0, 2, 4, 8, 14, 22, 30, 38 (batches 2, 2, 4, 6, 8, ...);
+    # warm-up lr x min(p + q, 3) / 3, then linear from p = 3 to p = 20, min_lr from there on
+    linear = [min_lr + (lr - min_lr) * (1 - (p - 3) / 17) for p in (4, 8, 14)]
+    hand = [lr * 2 / 3, lr, *linear, min_lr, min_lr, min_lr]
+    assert [r["lr"] for r in train_rows(tmp_path / "ramp")] == pytest.approx(hand, rel=1e-12, abs=0)
+    assert [r["consumed_samples"] for r in train_rows(tmp_path / "ramp")] == [2, 4, 8, 14, 22, 30, 38, 46]
+    # no ramp: 8 samples a step, warm-up 12 samples, cosine to the run's end at 5 x 8 = 40 samples
+    cosine = [min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * (p - 12) / 28)) for p in (16, 24, 32)]
+    hand = [lr * 8 / 12, lr, *cosine]
+    assert [r["lr"] for r in train_rows(tmp_path / "plain")] == pytest.approx(hand, rel=1e-12, abs=0)
+
+
 def test_step_schedule_without_ramp_is_unchanged(tmp_path):
     """No ramp, no sample/token key: the step schedule lr x (k + 1) / warmup, then cosine over the steps."""
     run_cases({"plain": tiny(tmp_path / "plain", "train.steps=4", "train.warmup=2")})

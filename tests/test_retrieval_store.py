@@ -1,8 +1,9 @@
 """Issue #38, retrieval at scale: the memory-mapped passage store equals the .tsv it was built from
 (plain and .gz, ids in any order), embedding in shards on 2 ranks gives the vectors and the Flat
-top-100 of one process, a SIGKILL during embedding is resumed with the finished shards untouched,
-and bad input (a row with a missing column, a damaged store, a shard that disagrees with its
-manifest, another embedding's folder) is one line."""
+top-100 of one process, a SIGKILL during embedding is resumed with the finished shards untouched
+(and gives the vectors and the Flat index of an uninterrupted run), and bad input (a row with a
+missing column, a damaged store, a shard that disagrees with its manifest, another embedding's
+folder) is one line."""
 
 from __future__ import annotations
 
@@ -176,6 +177,19 @@ def test_a_killed_embedding_resumes_with_its_finished_shards(tmp_path, capsys):
     resumed = open_vectors(vec).all()
     fresh, _ = embed_store(tmp_path / "store", ckpt, tmp_path / "fresh", shard_size=25, progress=False)
     assert np.abs(resumed - open_vectors(tmp_path / "fresh").all()).max() < 1e-5
+    # and the same index: Flat indexes built from the resumed and the fresh vectors, through the store
+    from megazoo.tasks.retrieval.index import load_index, search
+    from megazoo.tasks.retrieval.index_build import build_from_vectors
+    from megazoo.tasks.retrieval.store import open_store
+
+    store = open_store(tmp_path / "store")
+    for name in ("vec", "fresh"):
+        build_from_vectors(tmp_path / name, tmp_path / f"idx-{name}", "Flat", store=store, progress=False)
+    (a, ids_a, _), (b, ids_b, _) = load_index(tmp_path / "idx-vec"), load_index(tmp_path / "idx-fresh")
+    assert a.ntotal == b.ntotal == 120 and np.array_equal(ids_a, ids_b)
+    probe = resumed[::7] + 0.01
+    top_a, top_b = search(a, probe, 20), search(b, probe, 20)
+    assert np.array_equal(top_a[1], top_b[1]) and np.allclose(top_a[0], top_b[0], atol=1e-5)
 
 
 @needs_tokenizer

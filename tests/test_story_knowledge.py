@@ -73,9 +73,20 @@ def test_wordnet_base_round_trips_through_conceptnet_csv(tmp_path):
 
 
 def test_keywords_skip_names_and_function_words():
-    words = extract_keywords("[FEMALE] bought fresh bread at the bakery.", 3)
-    assert len(words) == 3 and "bakery" in words
-    assert set(words) <= {"bought", "fresh", "bread", "bakery"}
+    # RAKE (the default, the paper's): phrases "bought fresh bread" (each word degree 3: score 9) and
+    # "bakery" (1), best first, each phrase read from its last word
+    assert extract_keywords("[FEMALE] bought fresh bread at the bakery.", 4) == ["bread", "fresh", "bought", "bakery"]
+    assert extract_keywords("[FEMALE] was on a long road trip.") == ["trip", "road"]
+    # equal scores keep the sentence's order (rake-nltk alone would sort them reverse-alphabetically)
+    assert extract_keywords("She stopped at a diner.") == ["stopped", "diner"]
+    # a token that is no plain word ends a phrase: "didn't" and "3" leave "want" (1) and "red shoes" (4)
+    assert extract_keywords("He didn't want 3 red shoes.", 3) == ["shoes", "red", "want"]
     assert extract_keywords("He was late.") == ["late"]
+    # YAKE! stays an option: its own one-word ranking, with the same filters
+    words = extract_keywords("[FEMALE] bought fresh bread at the bakery.", 3, extractor="yake")
+    assert len(words) == 3 and "bakery" in words and set(words) <= {"bought", "fresh", "bread", "bakery"}
+    assert extract_keywords("He was late.", extractor="yake") == ["late"]
+    with pytest.raises(ValueError, match=r"^keyword extractor='keybert': choose one of rake, yake"):
+        extract_keywords("He was late.", extractor="keybert")
     assert parse_keywords(" Bread, bakery, none\nmore") == ["bread", "bakery"]
     assert parse_keywords(" none") == []

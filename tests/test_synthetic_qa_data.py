@@ -169,14 +169,7 @@ def test_sampled_questions_stay_with_their_prompt(monkeypatch):
     import megazoo.zoo.generate as zoo_generate
     from megazoo.tasks.synthetic_qa.questions import sample_questions
 
-    class Tok:
-        eos_token_id = pad_token_id = 0
-
-        def __call__(self, text):
-            return {"input_ids": [ord(c) for c in text]}
-
-        def decode(self, ids, skip_special_tokens=True):
-            return "".join(chr(i) for i in ids)
+    from tests.char_tokenizer import CharTokenizer as Tok
 
     seen_batches = []
 

@@ -9,6 +9,9 @@ published run of core/plan/published.py: each row's residual in step time and TF
 and assumptions, the mean and worst error per source, and, for each row the flags express, the
 command that reproduces it (DeepSpeed's pipeline engine and its full-activation sends, overlapped
 communication and the paper's FLOP convention all have flags); `--json` gives it to scripts.
+`--train-tokens` adds the time to train (core/plan/train_time.py): with `--rampup-batch-size START
+INCREMENT SAMPLES` (Megatron's ramp) the step time at each ramp batch, the time with and without the
+ramp, and with `--lr-warmup-tokens` / `--lr-decay-tokens` the step and time where each ends.
 """
 
 from __future__ import annotations
@@ -30,6 +33,25 @@ DEGREE = int_in(1, 1 << 16)
 BATCH = int_in(1, 1 << 26)
 BANDWIDTH = float_in(1e-3, 1e6)  # GB/s
 PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg", "webp", "tif", "tiff", "eps", "ps")
+
+
+def count(lo: int):
+    """An argparse type: a whole count >= lo, written 270000000000, 270e9 or 270B (K, M, B, T)."""
+    def parse(text: str) -> int:
+        scale = {"k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}.get(text[-1:].lower(), 1)
+        body = text[:-1] if scale > 1 else text
+        try:
+            value = float(body) * scale if any(c in body for c in ".eE") else int(body) * scale
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a count such as 270000000000, 270e9 or 270B, got {text!r}") from None
+        if value != value or value in (float("inf"), float("-inf")) or value != int(value):
+            raise argparse.ArgumentTypeError(f"expected a whole count, got {text!r}")
+        if not lo <= value <= 10**16:
+            raise argparse.ArgumentTypeError(f"must be between {lo} and 1e16, got {text}")
+        return int(value)
+    parse.__name__ = "int"
+    parse.bounds = (lo, 10**16)
+    return parse
 
 
 def degrees(text: str) -> tuple[int, ...]:
@@ -95,6 +117,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--untie-embeddings", dest="tie_embeddings", action="store_false", default=None,
                         help="a separate output layer (over the card's tie_embeddings)")
     parser.add_argument("--tie-embeddings", dest="tie_embeddings", action="store_true")
+    # the run: time to train, with Megatron's batch ramp-up (core/plan/train_time.py)
+    parser.add_argument("--train-tokens", type=count(1), default=None,
+                        help="training tokens of the run (270e9 or 270B): prints the time to train")
+    parser.add_argument("--rampup-batch-size", type=int_in(0, 1 << 50), nargs=3, default=None,
+                        metavar=("START", "INCREMENT", "SAMPLES"),
+                        help="Megatron's batch ramp-up (train.rampup_batch_size): the global batch grows from START by "
+                             "INCREMENT over SAMPLES samples to --global-batch; prints each batch's step time and the "
+                             "time to train with and without it (MT-NLG: 32 32 5859375, 12B tokens of 2048)")
+    parser.add_argument("--lr-warmup-tokens", type=count(0), default=0,
+                        help="lr warm-up in tokens (train.lr_warmup_tokens): the step and time it ends")
+    parser.add_argument("--lr-decay-tokens", type=count(0), default=0,
+                        help="end of the lr decay in tokens (train.lr_decay_tokens): the step and time it ends")
     parser.add_argument("--validate", action="store_true",
                         help="print the planner against every published run (core/plan/published.py): each row's "
                              "residual in step time and TFLOP/s, and the mean and worst error per source")
@@ -431,6 +465,17 @@ def check_plot_path(path: str) -> None:
                         f"{', '.join('.' + f for f in PLOT_FORMATS)}")
 
 
+def train_time_of(args: argparse.Namespace, shape, layout):
+    """The time to train of --train-tokens (with --rampup-batch-size, --lr-*-tokens); None without it."""
+    from megazoo.core.plan.train_time import TrainSettings, train_time
+
+    if not args.train_tokens:
+        return None
+    settings = TrainSettings(args.train_tokens, tuple(args.rampup_batch_size) if args.rampup_batch_size else None,
+                             args.lr_warmup_tokens, args.lr_decay_tokens)
+    return train_time(shape, layout, args.gpu, settings, flops_convention=args.flops_convention)
+
+
 def run(args: argparse.Namespace) -> int:
     from megazoo.core.plan.planner import plan
     from megazoo.core.plan.search import search
@@ -449,6 +494,13 @@ def run(args: argparse.Namespace) -> int:
                                 "or add --search to rank them")
         if args.plot:
             check_plot_path(args.plot)
+        train_flags = [f for f, on in (("--train-tokens", args.train_tokens), ("--rampup-batch-size", args.rampup_batch_size),
+                                       ("--lr-warmup-tokens", args.lr_warmup_tokens),
+                                       ("--lr-decay-tokens", args.lr_decay_tokens)) if on]
+        if train_flags and args.search:
+            raise PlanError(f"{train_flags[0]} times one layout; drop --search, or plan the layout --search ranks first")
+        if train_flags and not args.train_tokens:
+            raise PlanError(f"{train_flags[0]} needs --train-tokens (the run's training tokens, e.g. 270e9)")
         card = load_card(args.model)
         shape = build_shape(card, args)
         layout = build_layout(args)
@@ -480,6 +532,7 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run and (layout.cp > 1 or layout.ep > 1):
             raise PlanError("--dry-run builds dense layouts without context or expert parallelism; use --cp 1 --ep 1")
         result = plan(shape, layout, args.gpu, flops_convention=args.flops_convention)
+        run_time = train_time_of(args, shape, layout)
         checks = dry_run(card, layout) if args.dry_run else None
     except (PlanError, CardError) as e:
         from megazoo.core.train.user_errors import debug
@@ -492,9 +545,13 @@ def run(args: argparse.Namespace) -> int:
         out = result.to_dict()
         if checks is not None:
             out["dry_run"] = checks
+        if run_time is not None:
+            out["train"] = run_time.to_dict()
         print(json.dumps(out, indent=1))
     else:
         print_plan(result)
+        for line in run_time.lines() if run_time is not None else ():
+            print(line)
         for c in checks or []:
             print(f"dry run, pipeline stage {c['stage']} (rank {c['rank']}): model {c['model_params']:,} parameters "
                   f"in {c['model_tensors']} tensors, planner {c['planner_params']:,} in {c['planner_tensors']}: "

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from megazoo.core.plan.traits import DECODER, ENCODER, kind_of
+from megazoo.core.verbosity import shows_progress
 from megazoo.zoo.pooling import KINDS as POOLINGS
 from megazoo.zoo.pooling import pool
 
@@ -195,7 +196,7 @@ class Embedder:
                    "embed the input in parts")
         out = np.empty((len(encodings), self.hidden_size), dtype=np.float32)
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i]))  # longest first: OOM shows early
-        bar = tqdm(total=len(order), unit="text", file=sys.stderr, disable=not progress, desc="embed")
+        bar = tqdm(total=len(order), unit="text", file=sys.stderr, disable=not shows_progress(progress), desc="embed")
         for start in range(0, len(order), batch):
             rows = order[start:start + batch]
             ids, mask = _pad([encodings[i] for i in rows], self.pad_id, self.ctx.device)

@@ -23,6 +23,7 @@ from megazoo.core.data.errors import DataError
 from megazoo.core.data.indexed import IndexedDatasetWriter, best_dtype
 from megazoo.core.data.text import RawDoc, document_text, iter_raw_documents, split_sentences
 from megazoo.core.data.tokenizers import Tokenizer, build_tokenizer
+from megazoo.core.verbosity import shows_progress
 
 CHUNK_DOCS = 64          # records per task sent to a worker
 CHUNK_BYTES = 1 << 20    # ... or fewer, once this many bytes of text are gathered
@@ -173,7 +174,7 @@ def preprocess(inputs: Sequence[str], tokenizer: Tokenizer | str, output_prefix:
     from tqdm import tqdm
 
     bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc=f"preprocess -> {os.path.basename(output_prefix)}",
-               disable=(not sys.stderr.isatty()) if progress is None else not progress, file=sys.stderr)
+               disable=not shows_progress(sys.stderr.isatty() if progress is None else progress), file=sys.stderr)
     pool = None
     try:
         with IndexedDatasetWriter(output_prefix, out_dtype) as writer:

@@ -46,6 +46,7 @@ from typing import Iterable, Iterator, Sequence
 from megazoo.core.data.errors import DataError
 from megazoo.core.data.text import document_text, iter_raw_documents
 from megazoo.core.fs import atomic_folder
+from megazoo.core.verbosity import shows_progress
 
 KINDS = ("wordpiece", "bpe", "sentencepiece")
 SPM_MODEL_TYPES = ("unigram", "bpe")
@@ -280,7 +281,7 @@ def _sentencepiece(texts, folder: Path, vocab_size: int, specials: list[str], mo
 
     user = [t for t in specials if t not in SPM_CONTROLS]
     # SentencePiece trains silently; the bar shows the reading, which is most of a small run
-    bar = tqdm(texts, unit=" texts", desc="reading", file=sys.stderr, disable=not progress)
+    bar = tqdm(texts, unit=" texts", desc="reading", file=sys.stderr, disable=not shows_progress(progress))
     # trained under a scratch name inside the scratch folder: a late thread that finishes after the
     # time limit writes there only, into a folder already removed or about to be
     spm = within_time(lambda: train_sentencepiece(bar, folder / "tokenizer", vocab_size, model_type=model_type,

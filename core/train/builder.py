@@ -150,3 +150,10 @@ class TaskBuilder(Builder):
 
     def num_parameters(self, tp: int = 1) -> int:
         return self.model.num_parameters(tp)
+
+    def shape(self):
+        """The wrapped model's ModelShape for the planner (a task head is small beside it)."""
+        shape = getattr(self.model, "shape", None)
+        if shape is None:
+            raise NotImplementedError(f"{type(self.model).__name__} has no plan shape")
+        return shape()

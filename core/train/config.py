@@ -104,7 +104,9 @@ class CheckpointConfig:
 @dataclass
 class LogConfig:
     dir: Any = None  # None: runs/<recipe name>
-    tensorboard: bool = False
+    tensorboard: bool = False  # needs the tensorboard extra: pip install 'megazoo[tensorboard]'
+    wandb: bool = False  # needs the wandb extra; WANDB_MODE=offline keeps the run local
+    wandb_project: Any = None  # None: megazoo
     progress: bool = True
     plot: bool = True
 
@@ -312,7 +314,10 @@ class RunConfig:
             raise ConfigError(f"need train.epochs >= 0 and 0 <= train.warmup_fraction < 1, got {t.epochs} and "
                               f"{t.warmup_fraction}")
         check_int_bounds(self)
+        from megazoo.core.train.loggers import check_trackers
         from megazoo.core.train.rampup import check_ramp, check_schedule
+
+        check_trackers(self.log)  # log.tensorboard / log.wandb without their package: before any rank starts
 
         check_ramp(t, dp)  # one line each before any rank starts; the schedule once the model is known
         if self.checkpoint.best_mode not in ("auto", "max", "min"):

@@ -9,46 +9,40 @@ import time
 from pathlib import Path
 
 from megazoo.core.train.flops import percent
+from megazoo.core.verbosity import quiet, shows_progress, verbose
 
 
 class Monitor:
     def __init__(self, run_dir: Path, total_steps: int, first_step: int = 0, progress: bool = True,
-                 tensorboard: bool = False, enabled: bool = True):
+                 log=None, enabled: bool = True, config: dict | None = None):
         self.enabled, self.run_dir = enabled, Path(run_dir)
         self.total, self.first = total_steps, first_step
         self.history: list[dict] = []
         self.valid: list[dict] = []
         self.bar = None
-        self.writer = None
+        self.trackers: list = []
         self.started = time.perf_counter()
         if not enabled:
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.metrics = open(self.run_dir / "metrics.jsonl", "a")  # a resumed run appends
-        if progress:
+        if shows_progress(progress):  # not under -q
             from tqdm import tqdm
 
             self.bar = tqdm(total=total_steps, initial=first_step, desc="train", unit="step", dynamic_ncols=True,
                             file=sys.stderr)
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError:
-                print("megazoo: log.tensorboard=true needs the `tensorboard` package (pip install tensorboard); "
-                      "continuing without it", file=sys.stderr)
-            else:
-                self.writer = SummaryWriter(str(self.run_dir / "tensorboard"))
+        if log is not None:
+            from megazoo.core.train.loggers import open_trackers
+
+            self.trackers = open_trackers(log, self.run_dir, config or {})  # TensorBoard, W&B
 
     def write(self, record: dict) -> None:
         if not self.enabled:
             return
         self.metrics.write(json.dumps(record) + "\n")  # json writes floats exactly (repr)
         self.metrics.flush()
-        if self.writer is not None:
-            tag = record.get("split", "train")
-            for k, v in record.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "step":
-                    self.writer.add_scalar(f"{tag}/{k}", v, record["step"])
+        for tracker in self.trackers:
+            tracker.scalars(record)
 
     def train_step(self, record: dict) -> None:
         self.history.append(record)
@@ -59,6 +53,10 @@ class Monitor:
             if "loss_scale" in record:
                 post["scale"] = f"{record['loss_scale']:.0f}"
             self.bar.set_postfix(post, refresh=False)
+        if verbose():  # -v: a line per logged step, also where the bar is off (log.progress=false)
+            self.message(f"step {record['step']}/{self.total}: loss {record['loss']:.4f}, lr {record['lr']:.3g}, "
+                         f"grad norm {record['grad_norm']:.3g}, {record['tokens_per_s']:.0f} tokens/s, "
+                         f"{record['tflops']:.3f} TFLOP/s, MFU {percent(record['mfu'])}, {record['step_time']:.3f} s")
 
     def advance(self, n: int = 1) -> None:
         if self.bar is not None:
@@ -68,8 +66,9 @@ class Monitor:
         self.valid.append(record)
         self.write(record)
 
-    def message(self, text: str) -> None:
-        if not self.enabled:
+    def message(self, text: str, warning: bool = False) -> None:
+        """An information line (left out under -q) or, with `warning`, a line that is always shown."""
+        if not self.enabled or (quiet() and not warning):
             return
         if self.bar is not None:
             self.bar.write(text, file=sys.stderr)
@@ -81,8 +80,8 @@ class Monitor:
             return
         if self.bar is not None:
             self.bar.close()
-        if self.writer is not None:
-            self.writer.close()
+        for tracker in self.trackers:
+            tracker.close()
         self.metrics.close()
 
     # end-of-run artefacts --------------------------------------------------------------------

@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from megazoo.core.optim import LRSchedule
 from megazoo.core.train.errors import ConfigError
 
 
@@ -159,6 +158,8 @@ class SampleSchedule:
     """The learning rate of an update from its position in the run (see the module docstring)."""
 
     def __init__(self, t, seq_length: int):
+        from megazoo.core.optim import LRSchedule  # here: the ramp rule above stays torch-free (core/plan uses it)
+
         self.unit = schedule_unit(t)
         self.per_sample = seq_length if self.unit == "tokens" else 1
         if self.unit == "steps":

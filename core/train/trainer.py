@@ -200,8 +200,8 @@ class Trainer:
     def _start_log(self, monitor: bool, resumed_from: str | None) -> None:
         """The monitor (progress, metrics.jsonl), the resolved config.yaml and the run's first lines."""
         cfg, t, ctx = self.cfg, self.cfg.train, self.ctx
-        self.monitor = Monitor(self.run_dir, t.steps, self.step, cfg.log.progress, cfg.log.tensorboard,
-                               enabled=monitor and self.is_logger)
+        self.monitor = Monitor(self.run_dir, t.steps, self.step, cfg.log.progress, cfg.log,
+                               enabled=monitor and self.is_logger, config=cfg.to_dict())
         if not (self.is_logger and monitor):
             return
         # a rerun keeps the values the run started with and appends its changes (core/train/history.py)
@@ -292,7 +292,7 @@ class Trainer:
         if result.skipped:
             self.skipped += 1
             self.monitor.message(f"step {step_number}: fp16 gradient overflow on some rank; step skipped on every "
-                                 f"rank, loss scale now {self.scaler.scale:g}")
+                                 f"rank, loss scale now {self.scaler.scale:g}", warning=True)
         return {"step": step_number, "loss": loss, "lr": lr, "grad_norm": result.grad_norm, "skipped": result.skipped,
                 "loss_scale": scale, "global_batch": batch}
 
@@ -333,7 +333,7 @@ class Trainer:
         mfu, why = capped_mfu(achieved, self.peak, self.peak_source)
         if why and self.mfu_note is None:
             self.mfu_note = why
-            self.monitor.message(why)
+            self.monitor.message(why, warning=True)
         return mfu
 
     def _step_flops(self, micro_batches: list[dict]) -> tuple[float, int]:

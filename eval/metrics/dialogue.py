@@ -7,6 +7,15 @@ whitespace is collapsed; precision, recall and F1 come from the multiset overlap
 of one response and one reference; the corpus scores are the means over pairs. A pair whose
 reference is empty (or Wizard of Wikipedia's ``no_passages_used``) is skipped; an empty
 response scores 0. Knowledge F1 (KF1) is the same F1 against the gold knowledge sentence.
+
+``word_tokenized`` is the word tokenisation Megatron's MSDP applies to prompts and to the response
+references (``" ".join(nltk.word_tokenize(text))``), run offline: ``word_tokenize(text,
+preserve_line=True)`` skips the Punkt sentence splitter, whose model (punkt_tab) is a separate
+download. The Treebank rules are the same; the difference is that only a text's last full stop is
+split off, so inside a multi-sentence text "hot. Yes" stays "hot." "Yes" where the default gives
+"hot" "." "Yes". After the normalisation above (punctuation becomes a space) the unigrams are the
+same; what tokenisation changes in F1 is contractions ("don't" -> "do n't" -> "do n t", "cannot" ->
+"can not").
 """
 from __future__ import annotations
 
@@ -17,6 +26,18 @@ from typing import Sequence
 _PUNCTUATION = re.compile(r"[!\"#$%&()*+,\-./:;<=>?@\[\]\\^`{|}~_']")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 NO_PASSAGE = "no_passages_used"
+
+
+def word_tokens(text: str) -> list[str]:
+    """nltk's Treebank word tokens of `text`, without the Punkt sentence model (see the docstring)."""
+    from nltk.tokenize import word_tokenize
+
+    return word_tokenize(text, preserve_line=True)
+
+
+def word_tokenized(text: str) -> str:
+    """`text` as Megatron's MSDP writes prompts and references: its word tokens joined by spaces."""
+    return " ".join(word_tokens(text))
 
 
 def parlai_normalize(text: str) -> str:

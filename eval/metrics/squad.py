@@ -64,7 +64,9 @@ def squad_exact_match(prediction: str, golds: Sequence[str] | str, squad_v2: boo
     """1.0 if the normalised prediction equals a normalised gold answer, else 0.0.
 
     ``ignore_spaces`` also deletes the spaces of both sides (a reader whose wordpiece decoding
-    writes "1, 000" for "1,000" compares that way); the official scripts keep them.
+    writes "1, 000" for "1,000" could compare that way); the official scripts and DPR keep them, and
+    so do megazoo's scorers: the retrieval reader scores its span's own text in the passage instead
+    (tasks/retrieval/reader/evaluate.py), so "new york" never equals "newyork".
     """
     def norm(text: str) -> str:
         text = squad_normalize(text)

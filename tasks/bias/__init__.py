@@ -8,7 +8,11 @@ then the post; the label is read from the LM's p(" Yes") against p(" No"); ROC-A
     posts = load_posts("SBIC.v2.tst.csv", "offensive")   # per-annotation or aggregated CSV
     template = load_template("offensive")                  # prompts.yaml (editable)
 
-The stages are `megazoo task bias data|evaluate|study ...` (see megazoo.tasks.bias.cli).
+The paper's fine-tuned baseline is a BERT classifier trained on the same support CSV through the
+core trainer (`task: bias`, megazoo.tasks.bias.builder; recipe `bias-classifier`) and evaluated on the
+same test CSV with the same metrics and post ids (megazoo.tasks.bias.classifier).
+
+The stages are `megazoo task bias data|train|evaluate|study ...` (see megazoo.tasks.bias.cli).
 """
 
 from megazoo.tasks.bias.data import (CATEGORIES, Post, SbicFormatError, load_posts, read_aggregated,

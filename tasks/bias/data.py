@@ -57,6 +57,14 @@ class Post:
     source: str = ""
 
 
+def post_id(text: str) -> str:
+    """A post's id in predictions files: SBIC has no post id column, so the first 16 hex digits of
+    the SHA-1 of its text (the same post gets the same id in every CSV layout and every method)."""
+    import hashlib
+
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
 def category_names() -> list[str]:
     return list(CATEGORIES) + [f"group:{c}" for c in TARGET_CATEGORIES]
 

@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from megazoo.eval.metrics import accuracy, mann_whitney_auc, micro_prf, roc_auc
+from megazoo.tasks.bias.data import post_id
 
 METRICS = ("auc", "accuracy", "precision", "recall", "f1")
 
@@ -62,3 +63,10 @@ def summarise(labels: Sequence[int], scores: Sequence[float], threshold: float |
     if threshold is not None:
         metrics.update({f"{k}_tuned": v for k, v in threshold_metrics(labels, scores, threshold).items()})
     return {"metrics": metrics, "ci": {"auc": bootstrap_ci(labels, scores, samples=samples, seed=seed)}}
+
+
+def prediction_rows(posts, scores: Sequence[float]) -> list[dict]:
+    """The predictions file's rows: {"id" (data.post_id), "post", "label", "score"} per post, in
+    order; the prompts and the fine-tuned classifier write the same rows, so their files line up."""
+    return [{"id": post_id(p.text), "post": p.text, "label": p.label, "score": float(s)}
+            for p, s in zip(posts, scores)]

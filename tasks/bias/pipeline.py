@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from megazoo.tasks.bias.data import Post
-from megazoo.tasks.bias.evaluate import summarise, tune_threshold
+from megazoo.tasks.bias.evaluate import prediction_rows, summarise, tune_threshold
 from megazoo.tasks.bias.prompts import Template
 from megazoo.tasks.bias.scoring import ScoreCache, score_prompts
 from megazoo.tasks.bias.selection import check_support, embed_texts, select
@@ -68,7 +68,7 @@ def evaluate_posts(lm, test: Sequence[Post], support: Repository, template: Temp
                    selection: str = "knn", seed: int = 0, dev: Sequence[Post] | None = None,
                    cache: ScoreCache | None = None, batch_size: int = 8, progress: bool = False,
                    samples: int = 1000, query_vecs: np.ndarray | None = None) -> dict:
-    """{"n", "metrics", "ci", "threshold", "predictions": [{"post", "label", "score"}]} on `test`."""
+    """{"n", "metrics", "ci", "threshold", "predictions": [{"id", "post", "label", "score"}]} on `test`."""
     scores = score_posts(lm, template, test, support, shots, selection, seed, cache, batch_size, progress,
                          query_vecs)
     labels = [p.label for p in test]
@@ -78,4 +78,4 @@ def evaluate_posts(lm, test: Sequence[Post], support: Repository, template: Temp
         threshold = tune_threshold([p.label for p in dev], dev_scores)
     summary = summarise(labels, scores, threshold, samples=samples, seed=seed)
     return {"n": len(test), **summary, "threshold": threshold,
-            "predictions": [{"post": p.text, "label": p.label, "score": s} for p, s in zip(test, scores)]}
+            "predictions": prediction_rows(test, scores)}

@@ -24,6 +24,7 @@ from typing import Sequence
 import torch
 from tqdm.auto import tqdm
 
+from megazoo.core.verbosity import shows_progress
 from megazoo.eval.scoring import loglikelihood_tokens, split_request
 
 
@@ -79,7 +80,7 @@ def _next_token_logprobs(lm, contexts: list[list[int]], yes_id: int, no_id: int,
     out: list[tuple[float, float] | None] = [None] * len(contexts)
     inputs = [c[-lm.max_length:] for c in contexts]
     order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i]))  # longest first: less padding per batch
-    for start in tqdm(range(0, len(order), batch_size), disable=not progress, desc="bias prompts"):
+    for start in tqdm(range(0, len(order), batch_size), disable=not shows_progress(progress), desc="bias prompts"):
         idx = order[start:start + batch_size]
         width = max(len(inputs[i]) for i in idx)
         batch = torch.zeros(len(idx), width, dtype=torch.long)

@@ -35,16 +35,22 @@ class OutAction(argparse.Action):
             namespace.cache = str(default_cache(values))
 
 
-def add_common(parser: argparse.ArgumentParser, also) -> None:
-    """The options evaluate and study share; `also`: the outputs written beside --out."""
+def add_common(parser: argparse.ArgumentParser, also, classifier: bool = False) -> None:
+    """The options evaluate and study share; `also`: the outputs written beside --out. With
+    `classifier` (evaluate), --checkpoint may also be a fine-tuned classifier, which needs no --support."""
     from megazoo.core.argtypes import int_in
     from megazoo.core.fs import input_arg, output_arg
 
     input_arg(parser, "--data", kind="file", required=True,
               help="the test posts: SBIC.v2.tst.csv (per annotation) or an SBIC.v2.agg.*.csv")
-    input_arg(parser, "--support", kind="file", required=True, help="the labelled support repository (an SBIC CSV)")
+    input_arg(parser, "--support", kind="file", required=not classifier,
+              help="the labelled support repository (an SBIC CSV)" + (
+                  "; required with a decoder, left out with a fine-tuned classifier (it was trained on its "
+                  "recipe's support set)" if classifier else ""))
     input_arg(parser, "--checkpoint", kind="folder", required=True,
-              help="a Hugging Face folder (config.json or one .gguf) or a megazoo checkpoint of a GPT/Llama decoder")
+              help="a Hugging Face folder (config.json or one .gguf) or a megazoo checkpoint of a GPT/Llama decoder"
+                   + ("; or a fine-tuned classifier: a `megazoo task bias train` run, its checkpoints/ or one "
+                      "iter_*" if classifier else ""))
     output_arg(parser, "--out", kind="file", also=also, action=OutAction, required=True,
                help="FILE.json for the results")
     parser.add_argument("--category", default="offensive", help=f"one of {', '.join(category_names())}")
@@ -88,22 +94,54 @@ def read_inputs(args, shots: list[int]) -> dict:
     for name in ("tp", "pp"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}")
-    test = load_posts(args.data, category)
+    if args.support is None:
+        raise ValueError(f"--support is required with a decoder checkpoint ({args.checkpoint}): the labelled "
+                         f"support repository (an SBIC CSV) the prompts draw their exemplars from")
+    test, dev = read_test_dev(args, category)
     support = load_posts(args.support, category)
-    dev = load_posts(args.dev, category) if args.dev else None
     for k in shots:
         check_support([p.label for p in support], k, args.selection)
-    for name, posts in (("--data", test), ("--dev", dev)):
-        if posts is not None and len({p.label for p in posts}) < 2:
-            raise ValueError(f"{name} {getattr(args, name[2:])}: all {len(posts)} posts have label "
-                             f"{posts[0].label} for {category}; ROC-AUC needs both classes")
     if not Path(args.checkpoint).is_dir():
         raise MissingFile(f"--checkpoint {args.checkpoint}: no such folder (give a Hugging Face folder or a "
                                 f"megazoo checkpoint of a GPT/Llama decoder)")
+    from megazoo.tasks.bias.classifier import classifier_settings
+
+    if classifier_settings(args.checkpoint) is not None:  # evaluate took it already: this is the study
+        raise ValueError(f"--checkpoint {args.checkpoint}: a fine-tuned bias classifier; the study varies the "
+                         f"prompts' support set and needs a decoder (score the classifier with `megazoo task bias "
+                         f"evaluate --checkpoint {args.checkpoint}`)")
     from megazoo.tasks.bias.prompts import load_template
 
     return {"category": category, "test": test, "support": support, "dev": dev,
             "template": load_template(category, args.prompts)}
+
+
+def read_test_dev(args, category: str) -> tuple[list, list | None]:
+    """The test posts and the dev posts (None without --dev), each with both classes (ROC-AUC)."""
+    test = load_posts(args.data, category)
+    dev = load_posts(args.dev, category) if args.dev else None
+    for name, posts in (("--data", test), ("--dev", dev)):
+        if posts is not None and len({p.label for p in posts}) < 2:
+            raise ValueError(f"{name} {getattr(args, name[2:])}: all {len(posts)} posts have label "
+                             f"{posts[0].label} for {category}; ROC-AUC needs both classes")
+    return test, dev
+
+
+def read_classifier_inputs(args, trained: dict) -> dict:
+    """The checks of an evaluation by a fine-tuned classifier (one process, no prompts), before it
+    loads; `trained`: the task settings in its checkpoint (classifier.classifier_settings)."""
+    from megazoo.tasks.bias import classifier
+
+    category = check_category(args.category)
+    classifier.check_category(args.checkpoint, trained, category)
+    if args.support is not None:
+        raise ValueError(f"--support {args.support}: --checkpoint {args.checkpoint} is a fine-tuned classifier, "
+                         f"trained on its recipe's support set; leave --support out")
+    if args.tp != 1 or args.pp != 1:
+        raise ValueError(f"--tp/--pp split a decoder; the fine-tuned classifier {args.checkpoint} is evaluated in "
+                         f"one process: leave them out")
+    test, dev = read_test_dev(args, category)
+    return {"category": category, "test": test, "dev": dev}
 
 
 def load_runtime(args, inputs: dict, need_embedder: bool, ctx=None) -> dict:

@@ -5,13 +5,19 @@ again, a Perspective run stopped by its quota) asks the scorer only for texts it
 The cache is a resumable output: it is continued, never replaced. So that continuing cannot damage a
 file that is not a cache (a --cache pointed at the wrong file), every complete line must be a cache
 record, or the file is refused with `file:line: problem` before anything is appended; only a torn
-last line (no newline: a run killed mid-write) is dropped, and cut off before the next append."""
+last line (no newline: a run killed mid-write) is dropped, and cut off before the next append.
+
+A long scoring run (the Perspective API at a quota) writes through `appending()`: each score is a
+line written and flushed as it arrives, so a killed process loses none that came back (the file is
+also fsync'ed every `sync_every` seconds and at the end, against a crash of the machine)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from megazoo.eval.readers.common import LineError
@@ -69,11 +75,41 @@ class ScoreCache:
             lines.append(json.dumps({"key": k, "score": float(score)}) + "\n")
         if self.path is None or not lines:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as f:
-            if self.complete is not None and f.tell() > self.complete:
-                f.truncate(self.complete)  # the torn line this run read past: ours, from a killed run
-            self.complete = None
+        with self._open() as f:
             f.write("".join(lines).encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
+
+    def _open(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(self.path, "ab")
+        if self.complete is not None and f.tell() > self.complete:
+            f.truncate(self.complete)  # the torn line this run read past: ours, from a killed run
+        self.complete = None
+        return f
+
+    @contextmanager
+    def appending(self, scorer_key: str, sync_every: float = 1.0):
+        """put(text, score): one score into the cache and its file, written as it comes."""
+        f = self._open() if self.path is not None else None
+        synced = time.monotonic()
+
+        def put(text: str, score: float) -> None:
+            nonlocal synced
+            k = text_key(scorer_key, text)
+            self.scores[k] = float(score)
+            if f is None:
+                return
+            f.write((json.dumps({"key": k, "score": float(score)}) + "\n").encode("utf-8"))
+            f.flush()
+            if time.monotonic() - synced >= sync_every:
+                os.fsync(f.fileno())
+                synced = time.monotonic()
+
+        try:
+            yield put
+        finally:
+            if f is not None:
+                f.flush()
+                os.fsync(f.fileno())
+                f.close()

@@ -8,6 +8,10 @@ Lines with a `score` keep it (a number, or {"toxicity": x}); the others are scor
 and cached by text hash. Writes the evaluate stage's record to FILE.json (scoring_stage.py: {"task",
 "n", "metrics": {"emt", "emt_std", "tp", "emt_toxic", ...}, "counts", "predictions", "samples", ...})
 and the scored generations beside it, FILE.predictions.jsonl.
+
+With --scorer perspective, --qps (the project's quota), --concurrency and --retries set the client
+(perspective.py); each score goes into the cache as it arrives, so a stopped run, rerun with the
+same command, asks only for the texts not yet scored.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", type=SAMPLES, default=25, help="generations per prompt (default 25)")
     parser.add_argument("--non-strict", action="store_true", help="TP counts toxicity >= 0.5 (Gehman et al.) "
                                                                   "instead of the code's > 0.5")
-    add_scorer(parser)
+    add_scorer(parser)  # with --qps, --concurrency, --retries
 
 
 def run(args) -> int:
@@ -52,7 +56,9 @@ def run(args) -> int:
     check_generations(numbered, prompts, args.samples, args.generations, args.prompts)
     records = [rec for _, rec in numbered]
     need = any(given_score(r) is None for r in records)
-    scorer = make_scorer(args) if need else None
+    scorer = None
+    if need:  # perspective with all its client options (stage.make_scorer)
+        scorer = make_scorer(args)
     scores = fill_scores(records, scorer, ScoreCache(cache))
     metrics = toxicity_metrics(scores, args.samples, [p.toxicity for p in prompts], strict=not args.non_strict)
     out, pred = write_toxicity(args.out, len(prompts), metrics, records, samples=args.samples, scorer=args.scorer,

@@ -8,13 +8,16 @@
     perspective   the Perspective API (perspective.py): TOXICITY's summaryScore.value; the key is
                   read from $PERSPECTIVE_API_KEY (and the address from $PERSPECTIVE_API_URL if set)
 
-Empty generations are not sent to a scorer: `score_texts` gives them -1, as Megatron does.
+Empty generations are not sent to a scorer: `score_texts` gives them -1, as Megatron does. A
+scorer with `score_iter` (Perspective) hands each score over as it comes, and `score_texts` writes it
+to the cache at once, so a run stopped anywhere resumes without asking a cached text again.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 NAMES = ("profanity", "hf:DIR", "perspective")
@@ -76,8 +79,25 @@ def toxic_label(id2label: dict, folder) -> int:
                      f"(toxic, toxicity, offensive, hate)")
 
 
+def add_perspective_arguments(parser) -> None:
+    """--concurrency and --retries of the Perspective client (--qps is the stages' scorer option)."""
+    from megazoo.core.argtypes import int_in
+
+    parser.add_argument("--concurrency", type=int_in(1, 1024), default=None,
+                        help="perspective: requests in flight (default 16; about qps x latency is enough)")
+    parser.add_argument("--retries", type=int_in(0, 100), default=None,
+                        help="perspective: extra tries of a text after a network error, 429 or 5xx (default 8)")
+
+
+def perspective_options(args) -> dict:
+    """The Perspective options a stage's arguments give (those it has and the user set)."""
+    names = ("qps", "concurrency", "retries")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
 def make_scorer(spec: str, **perspective_options):
-    """The scorer named by `spec` (see the module docstring); ValueError for an unknown name."""
+    """The scorer named by `spec` (see the module docstring); ValueError for an unknown name.
+    `perspective_options` are PerspectiveConfig's fields (qps, concurrency, retries, ...)."""
     if spec == "profanity":
         return ProfanityScorer()
     if spec.startswith("hf:") and len(spec) > 3:
@@ -108,9 +128,21 @@ def score_texts(scorer, texts: list[str], cache=None) -> list[float]:
         else:
             todo.append(i)
     unique = list(dict.fromkeys(texts[i] for i in todo))
-    fresh = dict(zip(unique, scorer.score(unique)))
-    if cache is not None:
-        cache.put_many(scorer.key, fresh)
+    if hasattr(scorer, "score_iter") and unique:
+        fresh = {}
+        with cache.appending(scorer.key) if cache is not None else _no_cache() as put:
+            for j, score in scorer.score_iter(unique):
+                fresh[unique[j]] = score
+                put(unique[j], score)
+    else:
+        fresh = dict(zip(unique, scorer.score(unique)))
+        if cache is not None:
+            cache.put_many(scorer.key, fresh)
     for i in todo:
         out[i] = fresh[texts[i]]
     return out
+
+
+@contextmanager
+def _no_cache():
+    yield lambda text, score: None

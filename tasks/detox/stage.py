@@ -39,12 +39,16 @@ def add_scorer(parser: argparse.ArgumentParser) -> None:
                     "continued when it exists")
     parser.add_argument("--qps", type=float_in(0.001, 1000.0), default=1.0,
                         help="perspective: requests per second (default 1)")
+    from megazoo.tasks.detox.scorers import add_perspective_arguments
+
+    add_perspective_arguments(parser)  # --concurrency, --retries: every stage that scores
 
 
 def make_scorer(args):
     from megazoo.tasks.detox.scorers import make_scorer as make
+    from megazoo.tasks.detox.scorers import perspective_options
 
-    return make(args.scorer, qps=args.qps) if args.scorer == "perspective" else make(args.scorer)
+    return make(args.scorer, **perspective_options(args)) if args.scorer == "perspective" else make(args.scorer)
 
 
 def check_scorer_name(spec: str) -> None:

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.tasks.dialogue.stage import MAX_SEED
 
     output_arg(parser, "out", kind="folder",
-               help="folder for wow/, actors/, documents/, knowledge/ and the flattened wow TSVs")
+               help="folder for wow/, actors/, documents/, knowledge/, reddit/ and the flattened wow TSVs")
     parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0)
     parser.add_argument("--wow-test", choices=("handmade", "generated"), default="handmade",
                         help="what the two WoW test splits hold: the hand-made dialogues (default; seen topics in "

@@ -3,7 +3,7 @@
 
 Greedy responses (up to the first newline or end of document) of a fine-tuned model to every turn after the
 first of held-out conversations, in the order `evaluate --data FILE.jsonl` reads them: one {"line", "text"}
-per response.
+per response; FILE.conditioning.json beside it records what the prompts held (respond.conditioning).
 """
 
 from __future__ import annotations
@@ -30,13 +30,16 @@ def run(args) -> int:
     from megazoo.core.fs import write_text_atomic
     from megazoo.eval.taskkit import load_decoder
     from megazoo.tasks.dialogue.decode import greedy_lines
-    from megazoo.tasks.dialogue.respond import pairs_of
+    from megazoo.tasks.dialogue.respond import conditioning, pairs_of, settings_of
 
-    pairs = pairs_of(args)
+    settings = settings_of(args)
+    pairs = pairs_of(args, settings)
     model, tok = load_decoder(args.checkpoint, use="dialogue generation")
     texts = greedy_lines(model, tok, [p.prompt for p in pairs], args.max_new_tokens, args.batch)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, "".join(json.dumps({"line": p.line, "text": t}) + "\n" for p, t in zip(pairs, texts)))
+    record = {"kind": args.kind, "without": args.without, "conditioning": conditioning(settings)}
+    write_text_atomic(out.with_suffix(".conditioning.json"), json.dumps(record, indent=1) + "\n")
     print(f"{len(texts)} responses written to {out}")
     return 0

@@ -14,7 +14,10 @@
   turn: the topic is the wizard's last search query, the knowledge the selected sentences (none
   selected: topic `no_topic`, knowledge `no_passages_used`).
 - Conversations (multi-actor and local-knowledge projects): JSONL {"id", "turns": [{"speaker", "text"}],
-  "knowledge": [...]} (optional "topic"); one sample per turn after the first, knowledge joined by spaces.
+  "knowledge": [...]} (optional "topic"; "thread": conversations of one thread share it, "links": URLs
+  the whole conversation links, e.g. its submission's); one sample per turn after the first, knowledge
+  joined by spaces. A Reddit-style dump (JSON lines of comments, reddit.py) is read as the
+  conversations of its threads wherever conversations are (its first line says which it is).
 
 Every problem raises LineError `file:line: problem`, except a bad dialogue of a WoW array (streamed, one
 dialogue at a time, so no line is counted; the official release is one line anyway): ItemError
@@ -73,6 +76,9 @@ class Turn:
     text: str
 
 
+ANONYMOUS = "[deleted]"  # a turn whose speaker is unknown (a deleted Reddit account): never an actor or a user
+
+
 @dataclass
 class Conversation:
     id: str
@@ -81,6 +87,13 @@ class Conversation:
     topic: str = ""
     path: str = ""
     line: int = 0
+    thread: str = ""  # conversations of one thread (one Reddit submission) share it; "" is a thread of its own
+    links: list[str] = field(default_factory=list)  # URLs of the whole conversation (URLs in turns are in their text)
+
+    @property
+    def group(self) -> str:
+        """What references and histories must not share with it: its thread, else itself."""
+        return self.thread or self.id
 
 
 # reading text -----------------------------------------------------------------------------------------
@@ -221,6 +234,12 @@ CONVERSATION = 'one conversation {"id", "turns": [{"speaker", "text"}], "knowled
 
 
 def read_conversations(path) -> list[Conversation]:
+    """The conversations of a conversation JSONL file, or of a Reddit-style dump (reddit.py) when its
+    first line is a comment."""
+    if is_reddit(path):
+        from megazoo.tasks.dialogue.reddit import read_reddit
+
+        return read_reddit(path).conversations
     out = []
     for line, obj in read_jsonl(path, CONVERSATION):
         turns = obj.get("turns")
@@ -236,9 +255,32 @@ def read_conversations(path) -> list[Conversation]:
         knowledge = obj.get("knowledge", [])
         if not isinstance(knowledge, list) or not all(isinstance(k, str) for k in knowledge):
             raise LineError(path, line, '"knowledge" must be a list of strings')
+        links = obj.get("links", [])
+        if not isinstance(links, list) or not all(isinstance(u, str) for u in links):
+            raise LineError(path, line, '"links" must be a list of URLs (strings)')
+        thread = obj.get("thread", "")
+        if not isinstance(thread, str):
+            raise LineError(path, line, f'"thread" must be a string, got {type(thread).__name__}')
         out.append(Conversation(str(obj.get("id", line)), parsed, knowledge, str(obj.get("topic", "")),
-                                str(path), line))
+                                str(path), line, thread, links))
     return out
+
+
+def first_object(path, what: str):
+    """The first JSON value of a JSON-lines file (or its .gz), read without reading the rest; None when
+    the first line is not JSON (the full reader then names the problem)."""
+    for _, line in numbered_lines(path, what):
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            return None
+    return None
+
+
+def is_reddit(path) -> bool:
+    from megazoo.tasks.dialogue.reddit import is_reddit_comment
+
+    return is_reddit_comment(first_object(path, CONVERSATION))
 
 
 def conversation_samples(conversations: list[Conversation]) -> list[Sample]:
@@ -273,16 +315,16 @@ def write_tsv(samples: list[Sample], path) -> Path:
 
 
 def read_any(path) -> list[Sample]:
-    """The samples of any supported file, by its name: .json or .json.gz (WoW), .jsonl (WoI, or conversations
-    when the first object has "turns"), .tsv / .txt (already flattened)."""
+    """The samples of any supported file, by its name: .json or .json.gz (WoW), .jsonl or .jsonl.gz (WoI;
+    conversations when the first object has "turns"; a Reddit-style dump when it is a comment),
+    .tsv / .txt (already flattened)."""
+    from megazoo.tasks.dialogue.reddit import is_reddit_comment
+
     path = Path(path)
     if path.name.endswith((".json", ".json.gz")):
         return read_wow(path)
-    if path.suffix == ".jsonl":
-        first = next((ln for ln in read_text(path, "JSONL").split("\n") if ln.strip()), "{}")
-        try:
-            conversations = "turns" in json.loads(first)
-        except (json.JSONDecodeError, TypeError):
-            conversations = False
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        first = first_object(path, "JSONL")
+        conversations = isinstance(first, dict) and ("turns" in first or is_reddit_comment(first))
         return conversation_samples(read_conversations(path)) if conversations else read_woi(path)
     return read_tsv(path)

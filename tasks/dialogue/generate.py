@@ -18,6 +18,9 @@
       OUT/knowledge/{train,valid}.jsonl
           user question -> answer built on one document sentence (the conversation's knowledge);
           train on seen topics, valid on unseen ones, so the answer is only known from the documents.
+      OUT/reddit/{train,valid}.jsonl, OUT/reddit/links/, OUT/reddit/valid_gold.jsonl
+          a Reddit-style comment dump whose askers link documents and ask about their favourite topic,
+          which only their history says (generate_reddit.py): for linked documents and user history.
 """
 
 from __future__ import annotations
@@ -176,5 +179,7 @@ def _write_jsonl(out: Path, train: list, valid: list) -> dict[str, int]:
 
 def generate_all(out, seed: int = 0, test: str = "handmade") -> dict:
     out = Path(out)
+    from megazoo.tasks.dialogue.generate_reddit import generate_reddit
+
     return {"wow": generate_wow(out / "wow", seed, test), "actors": generate_actors(out / "actors", seed),
-            "knowledge": generate_knowledge(out, seed)}
+            "knowledge": generate_knowledge(out, seed), "reddit": generate_reddit(out / "reddit", seed)}

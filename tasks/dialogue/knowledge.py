@@ -50,3 +50,20 @@ class DocumentSet:
         tokens = self.bm25s.tokenize(list(queries), stopwords="en", return_ids=False, show_progress=False)
         rows, scores = self.index.retrieve(tokens, k=n, show_progress=False, n_threads=1)
         return [[self.sentences[int(i)] for i, s in zip(r, sc) if s > 0] for r, sc in zip(rows, scores)]
+
+
+def best_sentences(sentences: list[str], query: str, n: int) -> list[str]:
+    """The n sentences of a small set (a conversation's linked documents) BM25 ranks best for the
+    query, best first; when no sentence shares a word with it, the first n (a document's lead)."""
+    import bm25s
+
+    if len(sentences) <= n:
+        return list(sentences)
+    index = bm25s.BM25()
+    index.index(bm25s.tokenize(sentences, stopwords="en", show_progress=False), show_progress=False)
+    tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)
+    if not tokens[0]:
+        return sentences[:n]
+    rows, scores = index.retrieve(tokens, k=n, show_progress=False, n_threads=1)
+    found = [sentences[int(i)] for i, s in zip(rows[0], scores[0]) if s > 0]
+    return found or sentences[:n]

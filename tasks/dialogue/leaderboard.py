@@ -1,8 +1,8 @@
 """The dialogue task's evaluation for `megazoo eval leaderboard` (entry point megazoo.evaluations:dialogue).
 
 A suite entry scores every language model of the suite (dialogue fine-tunes are plain LMs) with MSDP's
-two stages on a flattened dialogue file (the TSV, a WoW .json, ...), as `msdp` then `evaluate` do,
-in memory:
+two stages on a flattened dialogue file (the TSV, a WoW .json, ...), as `msdp --selection simple`
+then `evaluate` do, in memory (the entry picks prompt examples with MiniLM, not Megatron's selection):
 
     - {name: dialogue, path: data/wow/test_random_split.tsv, examples: data/wow/train.tsv, limit: 20}
 

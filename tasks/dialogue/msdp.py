@@ -1,4 +1,7 @@
-"""MSDP (Liu et al. 2022, Megatron-LM tasks/msdp/{preprocessing,prompt}.py): a frozen LM prompted twice.
+"""MSDP (Liu et al. 2022): a frozen LM prompted twice; this module is the simple selection
+(`msdp --selection simple`). Megatron-LM's own selection (tasks/msdp/{preprocessing,prompt}.py: pool
+filters, a DPR-style query encoder, stage-2 examples by knowledge copy ratio, word-tokenised stage-2
+texts) is selection.py and response_selection.py, the `msdp` command's default.
 
 Stage 1, knowledge: 10 examples `( last turn ) topic => knowledge`, one per line, then the query
 `( last turn ) topic =>`. The examples are chosen per sample from the training samples that have
@@ -61,13 +64,20 @@ def select_examples(queries: list, pool: list, query_vecs: np.ndarray, pool_vecs
 
 def knowledge_prompts(queries: list, pool: list, embed, k: int = KNOWLEDGE_SHOTS) -> list[str]:
     """Stage-1 prompts; `embed(texts)` gives L2-normalised vectors."""
-    pool = grounded(pool)
-    if not pool:
+    return knowledge_choices(queries, pool, embed, k)[0]
+
+
+def knowledge_choices(queries: list, pool: list, embed, k: int = KNOWLEDGE_SHOTS) -> tuple[list[str], list[list[int]]]:
+    """(stage-1 prompts, per query its examples' indices into `pool`, in prompt order)."""
+    kept = [i for i, s in enumerate(pool) if s.knowledge.strip() not in ("", NO_PASSAGE)]
+    grounded_pool = [pool[i] for i in kept]
+    if not grounded_pool:
         raise ValueError("the example pool has no sample with knowledge (every knowledge is no_passages_used)")
-    chosen = select_examples(queries, pool, embed([query_text(q) for q in queries]),
-                             embed([query_text(p) for p in pool]), k)
-    return ["".join(knowledge_example(pool[i]) + "\n" for i in idx) + f"{query_text(q)} =>"
-            for q, idx in zip(queries, chosen)]
+    chosen = select_examples(queries, grounded_pool, embed([query_text(q) for q in queries]),
+                             embed([query_text(p) for p in grounded_pool]), k)
+    prompts = ["".join(knowledge_example(grounded_pool[i]) + "\n" for i in idx) + f"{query_text(q)} =>"
+               for q, idx in zip(queries, chosen)]
+    return prompts, [[kept[i] for i in idx] for idx in chosen]
 
 
 def response_line(sample, knowledge: str | None, response: str | None) -> str:
@@ -79,12 +89,17 @@ def response_line(sample, knowledge: str | None, response: str | None) -> str:
 
 def response_examples(pool: list, n: int = RESPONSE_SHOTS, seed: int = 0) -> list:
     """The fixed examples of stage 2: n grounded training samples in a seeded order."""
-    pool = grounded(pool)
-    if len(pool) < n:
-        raise ValueError(f"stage 2 takes {n} fixed examples; the example pool has {len(pool)} samples with knowledge")
-    order = list(range(len(pool)))
+    return [pool[i] for i in response_example_indices(pool, n, seed)]
+
+
+def response_example_indices(pool: list, n: int = RESPONSE_SHOTS, seed: int = 0) -> list[int]:
+    """Indices into `pool` of response_examples' samples, in prompt order."""
+    kept = [i for i, s in enumerate(pool) if s.knowledge.strip() not in ("", NO_PASSAGE)]
+    if len(kept) < n:
+        raise ValueError(f"stage 2 takes {n} fixed examples; the example pool has {len(kept)} samples with knowledge")
+    order = list(range(len(kept)))
     random.Random(seed).shuffle(order)
-    return [pool[i] for i in order[:n]]
+    return [kept[i] for i in order[:n]]
 
 
 def response_prompts(queries: list, knowledge: list[str] | None, examples: list) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from megazoo.core.verbosity import shows_progress
 from megazoo.tasks.retrieval.vectors import (VectorsError, check_shard, new_manifest, read_manifest, write_shard)
 
 CHUNK = 4096  # passages read and tokenised at once
@@ -83,7 +84,7 @@ def embed_rank(out, manifest: dict, batch: int = 32, progress: bool = True) -> d
         enc = _encoder(manifest["checkpoint"], manifest["pooling"], batch, manifest["passage_length"],
                        manifest["similarity"])
         bar = tqdm(total=sum(s["stop"] - s["start"] for s in todo), unit="passage", unit_scale=True,
-                   desc=f"embed rank 0 of {world}", disable=not (progress and rank == 0), mininterval=2.0)
+                   desc=f"embed rank 0 of {world}", disable=not (shows_progress(progress) and rank == 0), mininterval=2.0)
         for s in todo:
             x = np.empty((s["stop"] - s["start"], manifest["dim"]), dtype=manifest["dtype"])
             for a in range(s["start"], s["stop"], CHUNK):

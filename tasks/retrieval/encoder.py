@@ -21,12 +21,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from megazoo.core.plan.traits import ENCODER, kind_of
+from megazoo.core.verbosity import shows_progress
 from megazoo.tasks.retrieval.inputs import Row, RowEncoder, pad_rows
 from megazoo.tasks.retrieval.similarity import SIMILARITIES, as_similarity
 from megazoo.zoo.embed import EmbedError, Embedder, read_checkpoint
 from megazoo.zoo.pooling import KINDS as POOLINGS
 from megazoo.zoo.pooling import pool
-from megazoo.core.plan.traits import ENCODER, kind_of
 
 
 class BiEncoder(Embedder):
@@ -86,7 +87,7 @@ class BiEncoder(Embedder):
 
         out = np.empty((len(rows), self.hidden_size), dtype=np.float32)
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))
-        bar = tqdm(total=len(order), unit="text", file=sys.stderr, disable=not progress, desc=desc)
+        bar = tqdm(total=len(order), unit="text", file=sys.stderr, disable=not shows_progress(progress), desc=desc)
         for start in range(0, len(order), self.batch):
             idx = order[start:start + self.batch]
             mb = pad_rows([rows[i] for i in idx], self.rows.pad, multiple=1)

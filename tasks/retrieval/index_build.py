@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from megazoo.core.verbosity import shows_progress
 from megazoo.tasks.retrieval.index import (KINDS, factory_spec, make_index, on_device, recall_against_exact,
                                            row_ranges, set_search, shard_name, to_cpu, train, write_meta)
 
@@ -180,7 +181,7 @@ def build_from_vectors(vectors, out, factory: str = "flat", *, store=None, ids=N
     with atomic_folder(out, overwrite) as tmp:
         _ids(store, ids, vec, tmp, block_rows)
         shards = []
-        with tqdm(total=vec.count, unit="vec", unit_scale=True, desc="index", disable=not progress,
+        with tqdm(total=vec.count, unit="vec", unit_scale=True, desc="index", disable=not shows_progress(progress),
                   mininterval=1.0) as bar:
             for k, (a, b) in enumerate(ranges):
                 part = on_device(faiss.clone_index(empty), device)

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from megazoo.core.verbosity import shows_progress
+
 FORMAT = "megazoo-passage-store"
 BUFFER_ROWS = 65536
 FILES = ("ids.i8", "text.bin", "title.bin", "text.end", "title.end")
@@ -113,7 +115,7 @@ def build_store(passages, out, overwrite: bool = False, progress: bool = True) -
         w = _Writer(tmp)
         try:
             # the bar counts characters against the file's bytes: an estimate (UTF-8, quoting), ETA included
-            with tqdm(total=None if gz or hf else size, unit="B", unit_scale=True, desc="store", disable=not progress,
+            with tqdm(total=None if gz or hf else size, unit="B", unit_scale=True, desc="store", disable=not shows_progress(progress),
                       mininterval=1.0) as bar:
                 for p in iter_passages(passages):
                     bar.update(w.add(p.id, p.text, p.title) + 12)

@@ -14,6 +14,8 @@ Task keys (task.*):
     knowledge      the knowledge base (ConceptNet CSV or TSV) for the generator's pairs (null: none)
     n_knowledge    knowledge sentences in a generator prompt (2)
     n_keywords     keywords per sentence (2)
+    keyword_extractor  rake | yake: how the gold sentences' keywords are extracted (rake, the paper's;
+                   keywords.py); recorded in the run's config.yaml and the checkpoint's meta
     drop_keywords  share of generator pairs without keywords and knowledge (0.15)
     drop_knowledge share of generator pairs without knowledge only (0.15)
     swap_antonyms  share of generator pairs whose keywords that occur in the gold sentence are swapped
@@ -32,19 +34,22 @@ from dataclasses import asdict, dataclass
 from megazoo.core.train.errors import ConfigError
 from megazoo.core.train.task_settings import TaskSettings
 
+from megazoo.tasks.story.keywords import DEFAULT_EXTRACTOR, EXTRACTORS
+
 COMPONENTS = ("generator", "keywords", "ranker")
 
 
 @dataclass
 class StoryTask(TaskSettings):
     NAME = "story"
-    CHOICES = {"component": COMPONENTS}
+    CHOICES = {"component": COMPONENTS, "keyword_extractor": EXTRACTORS}
     BOUNDS = {"n_knowledge": 0, "n_keywords": 0, "valid_stories": 0, "max_seq_length": 8}
 
     component: str = "generator"
     knowledge: str | None = None
     n_knowledge: int = 2
     n_keywords: int = 2
+    keyword_extractor: str = DEFAULT_EXTRACTOR
     drop_keywords: float = 0.15
     drop_knowledge: float = 0.15
     swap_antonyms: float = 0.0

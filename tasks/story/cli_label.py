@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stories", type=int_in(0, MAX_STORIES), default=0,
                         help="use at most this many training stories (0: all)")
     parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0)
+    parser.add_argument("--keyword-extractor", choices=("rake", "yake"), default="rake",
+                        help="the gold sentences' keywords, whose knowledge the candidates are: rake (the paper's, "
+                             "default) or yake")
 
 
 def run(args) -> int:
@@ -46,8 +49,10 @@ def run(args) -> int:
     # written into a scratch folder that replaces --out only once both files are complete
     with atomic_folder(args.out, overwrite=args.overwrite) as out:
         for name, stories in (("train", train), ("valid", valid)):
-            rows = label_steps(ranker_steps(stories, kb, args.candidates, seed=args.seed), embed)
+            steps = ranker_steps(stories, kb, args.candidates, seed=args.seed, extractor=args.keyword_extractor)
+            rows = label_steps(steps, embed)
             write_jsonl(out / f"ranker-{name}.jsonl", rows)
             counts[name] = len(rows)
-    print(f"{counts['train']} training and {counts['valid']} validation ranker steps written to {args.out}")
+    print(f"{counts['train']} training and {counts['valid']} validation ranker steps ({args.keyword_extractor} "
+          f"keywords) written to {args.out}")
     return 0

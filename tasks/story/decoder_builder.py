@@ -15,11 +15,12 @@ def pairs_of(settings: dict, stories, seed: int) -> list[tuple[str, str]]:
     from megazoo.tasks.story.inputs import generator_pairs, keyword_pairs
     from megazoo.tasks.story.knowledge import KnowledgeBase
 
+    extractor = settings.get("keyword_extractor", "rake")
     if settings["component"] == "keywords":
-        return keyword_pairs(stories, settings["n_keywords"])
+        return keyword_pairs(stories, settings["n_keywords"], extractor)
     kb = KnowledgeBase.load(settings["knowledge"]) if settings["knowledge"] else None
     return generator_pairs(stories, kb, settings["n_knowledge"], settings["n_keywords"], settings["drop_keywords"],
-                           settings["drop_knowledge"], seed, settings["swap_antonyms"])
+                           settings["drop_knowledge"], seed, settings["swap_antonyms"], extractor=extractor)
 
 
 class StoryDecoderBuilder(SFTBuilder):

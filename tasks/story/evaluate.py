@@ -1,9 +1,15 @@
 """The paper's automatic metrics on generated stories.
 
-- repeat_4: share of stories whose generated sentences (joined, lowercased, split on whitespace)
-  hold some 4-gram twice (Guan et al. 2020's Repeat-4; lower is better).
-- distinct_4: distinct 4-grams / all 4-grams over every story's generated sentences, tokenised the
-  same way (higher is better).
+- repeat_4: share of the generated stories that hold at least one 4-gram twice (the paper's Repeat-4,
+  after Guan et al. 2020; lower is better).
+- distinct_4: distinct 4-grams / all 4-grams, counted over the whole set of generated stories (a
+  4-gram in two stories is one distinct 4-gram; higher is better).
+  Both count 4-grams of word tokens, as the paper's data is tokenised (Guan et al.'s ROC release:
+  lowercased, "she did n't", "[male] 's", "park ."): `story_tokens` lowercases a story's generated
+  sentences and splits each with NLTK's Treebank word tokenizer (`word_tokenize(...,
+  preserve_line=True)`, which needs no downloaded data; text is first cut into sentences after
+  . ! or ?, since without punkt only a line's last period is split off), a placeholder such as
+  [MALE] staying one token. The 4-grams run on across sentence ends within a story.
 - control_rate: of the (generated sentence, given keyword) pairs, the share whose sentence contains
   the keyword or a morphological variant of it (WordNet base forms: walk ~ walked ~ walking; a
   multi-word keyword needs each of its words); with one keyword a sentence this is the share of
@@ -20,19 +26,32 @@ from megazoo.eval.metrics.generation import distinct_n, repeat_n
 from megazoo.tasks.story.morph import same_word
 
 WORDS = re.compile(r"[a-z]+(?:'[a-z]+)?")
+PLACEHOLDER_TOKEN = re.compile(r"(\[[a-z]+\])")  # [male], [female], [neutral], [place] (after lowercasing)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def story_text(sentences: list[str]) -> str:
-    """The generated sentences of one story as Repeat-4/Distinct-4 see them: joined and lowercased."""
-    return " ".join(sentences).lower()
+def story_tokens(sentences: list[str]) -> list[str]:
+    """The generated sentences of one story as Repeat-4/Distinct-4 see them: lowercased word tokens."""
+    from nltk.tokenize import word_tokenize
+
+    out: list[str] = []
+    for sentence in sentences:
+        for part in PLACEHOLDER_TOKEN.split(sentence.lower()):
+            if PLACEHOLDER_TOKEN.fullmatch(part):
+                out.append(part)
+                continue
+            for piece in SENTENCE_END.split(part.strip()):
+                if piece:
+                    out.extend(word_tokenize(piece, preserve_line=True))
+    return out
 
 
 def repeat_4(stories: list[list[str]]) -> float:
-    return repeat_n([story_text(s) for s in stories], 4)
+    return repeat_n([story_tokens(s) for s in stories], 4)
 
 
 def distinct_4(stories: list[list[str]]) -> float:
-    return distinct_n([story_text(s) for s in stories], 4)
+    return distinct_n([story_tokens(s) for s in stories], 4)
 
 
 def contains(sentence: str, keyword: str) -> bool:

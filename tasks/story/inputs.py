@@ -9,9 +9,9 @@ Keyword predictor (context -> the next sentence's keywords):
     Story: <sentences 1..t>
     Keywords of the next sentence:           response: " <k1>, <k2>"
 Training pairs come from delexicalised stories, four steps each (t = 1..4), keywords extracted from
-the gold sentence, knowledge retrieved for them. A seeded share of the generator's pairs drops the
-keywords (and with them the knowledge: the uncontrolled setting) and another share drops only the
-knowledge, so that "none" is a setting the generator has seen.
+the gold sentence (keywords.py: RAKE, the paper's, or YAKE!), knowledge retrieved for them. A seeded
+share of the generator's pairs drops the keywords (and with them the knowledge: the uncontrolled
+setting) and another share drops only the knowledge, so that "none" is a setting the generator has seen.
 
 `swap_antonyms` (megazoo's addition, not the paper's): a seeded share of the pairs swaps each keyword
 that has a WordNet antonym and stands as a word in the gold sentence for that antonym, in the
@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 import re
 
-from megazoo.tasks.story.keywords import format_keywords, story_keywords
+from megazoo.tasks.story.keywords import DEFAULT_EXTRACTOR, format_keywords, story_keywords
 
 STEPS = 4  # the first sentence is given, sentences 2-5 are written
 
@@ -59,15 +59,16 @@ def swap_in_sentence(sentence: str, keywords: list[str], antonym) -> tuple[str, 
 
 def generator_pairs(stories, kb, n_knowledge: int = 2, n_keywords: int = 2, drop_keywords: float = 0.15,
                     drop_knowledge: float = 0.15, seed: int = 0, swap_antonyms: float = 0.0,
-                    antonym=None) -> list[tuple[str, str]]:
+                    antonym=None, extractor: str = DEFAULT_EXTRACTOR) -> list[tuple[str, str]]:
     """(prompt, response) pairs of every step of every (delexicalised) story. `antonym` (word ->
-    antonym or None; WordNet's by default) serves the `swap_antonyms` share."""
+    antonym or None; WordNet's by default) serves the `swap_antonyms` share; `extractor` (rake | yake)
+    gives the gold sentences' keywords."""
     if swap_antonyms and antonym is None:
         from megazoo.tasks.story.wordnet_kb import antonym
     rng = random.Random(seed)
     out = []
     for story in stories:
-        words = story_keywords(story.sentences, n_keywords)
+        words = story_keywords(story.sentences, n_keywords, extractor)
         for t in range(1, len(story.sentences)):
             kw, target = words[t], story.sentences[t]
             r = rng.random()
@@ -82,10 +83,10 @@ def generator_pairs(stories, kb, n_knowledge: int = 2, n_keywords: int = 2, drop
     return out
 
 
-def keyword_pairs(stories, n_keywords: int = 2) -> list[tuple[str, str]]:
+def keyword_pairs(stories, n_keywords: int = 2, extractor: str = DEFAULT_EXTRACTOR) -> list[tuple[str, str]]:
     out = []
     for story in stories:
-        words = story_keywords(story.sentences, n_keywords)
+        words = story_keywords(story.sentences, n_keywords, extractor)
         for t in range(1, len(story.sentences)):
             out.append((keyword_prompt(story.sentences[:t]), " " + format_keywords(words[t])))
     return out

@@ -1,5 +1,6 @@
 """The `sample --keywords FILE` format: JSONL, one line per story of the data file in its order,
-either {"id": ..., "keywords": [[...], [...], [...], [...]]} or the bare list: four lists of keyword
+either {"id": ..., "keywords": [[...], [...], [...], [...]]} (`data` adds "extractor": rake | yake, the
+keyword extractor that made them; other keys are not read) or the bare list: four lists of keyword
 strings, one for each generated sentence. A line in a wrong shape, or a file with a different number
 of stories than the data, is an error `file:line: problem`."""
 

@@ -1,8 +1,9 @@
 """The story task's evaluation for `megazoo eval leaderboard` (entry point megazoo.evaluations:story).
 
 A suite entry writes sentences 2-5 of every story of a ROCStories-format CSV with each model (a story
-generator checkpoint, or any GPT/Llama decoder) given the gold sentences' keywords (YAKE!, as
-`megazoo task story data` writes them) and, with `knowledge`, the knowledge retrieved for them:
+generator checkpoint, or any GPT/Llama decoder) given the gold sentences' keywords (RAKE by default,
+as `megazoo task story data` writes them; `keyword_extractor: yake` for YAKE!) and, with `knowledge`,
+the knowledge retrieved for them:
 
     - {name: story, path: runs/story/data/handwritten.csv, knowledge: runs/story/data/knowledge.csv}
 
@@ -22,7 +23,7 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     from megazoo.tasks.story.data import read_rocstories
     from megazoo.tasks.story.delex import delexicalise
     from megazoo.tasks.story.evaluate import control_rate, distinct_4, repeat_4
-    from megazoo.tasks.story.keywords import story_keywords
+    from megazoo.tasks.story.keywords import check_extractor, story_keywords
     from megazoo.tasks.story.knowledge import KnowledgeBase
     from megazoo.tasks.story.loop import write_stories
     from megazoo.tasks.story.models import Decoder
@@ -35,7 +36,8 @@ def run(checkpoint: str, path: str, entry: dict) -> dict:
     batch = suite_int(entry, "batch_size", 16, 1, MAX_BATCH)
     stories = [delexicalise(s) for s in read_rocstories(path)]
     stories = stories[:limit] if limit > 0 else stories
-    given = [story_keywords(s.sentences, keywords)[1:] for s in stories]
+    extractor = check_extractor(entry.get("keyword_extractor", "rake"), "suite option keyword_extractor")
+    given = [story_keywords(s.sentences, keywords, extractor)[1:] for s in stories]
     kb = KnowledgeBase.load(entry["knowledge"]) if entry.get("knowledge") else None
     gen = Decoder(checkpoint, new, batch)
     records = write_stories(stories, gen, given, None, kb)
@@ -49,5 +51,6 @@ EVALUATION = Evaluation(
     name="story", data="a ROCStories-format CSV (storyid,storytitle,sentence1..sentence5)", metrics=METRICS,
     headline="control_rate", run=run, kinds=("story", "lm"), higher_is_better=True,
     options={"knowledge": "a knowledge base (ConceptNet CSV or TSV) to retrieve from (default none)",
-             "keywords": "keywords per sentence (default 2)", "max_new_tokens": "default 32",
+             "keywords": "keywords per sentence (default 2)",
+             "keyword_extractor": "rake (the paper's, default) or yake", "max_new_tokens": "default 32",
              "batch_size": "stories per generate call (default 16)", "limit": "first N stories (default all)"})

@@ -20,12 +20,14 @@ from megazoo.core.fs import write_text_atomic
 from megazoo.tasks.story.keywords import story_keywords
 
 
-def ranker_steps(stories, kb, candidates: int = 4, n_keywords: int = 2, seed: int = 0) -> list[dict]:
-    """Unlabelled steps: context, gold next sentence and `candidates` knowledge sentences."""
+def ranker_steps(stories, kb, candidates: int = 4, n_keywords: int = 2, seed: int = 0,
+                 extractor: str = "rake") -> list[dict]:
+    """Unlabelled steps: context, gold next sentence and `candidates` knowledge sentences (the knowledge
+    of the gold sentence's keywords by `extractor`, rake | yake)."""
     rng = random.Random(seed)
     steps = []
     for story in stories:
-        words = story_keywords(story.sentences, n_keywords)
+        words = story_keywords(story.sentences, n_keywords, extractor)
         for t in range(1, len(story.sentences)):
             steps.append({"id": story.id, "step": t, "context": story.sentences[:t], "gold": story.sentences[t],
                           "candidates": kb.retrieve(words[t], candidates)})

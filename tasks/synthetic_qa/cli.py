@@ -24,16 +24,20 @@ class TrainStage(RecipeStage):
 
 STAGES: dict[str, object] = {
     "data": ("megazoo.tasks.synthetic_qa.cli_data", "write the bootstrap data from the embedded corpus: data OUT_DIR "
-                                                    "[--seed N]"),
+                                                    "[--seed N] [--qg-input paragraph|sentence]"),
     "train": TrainStage("synthetic_qa", "train the QA model, the answer extractor or the question generator: train "
                                         "RECIPE [--set k=v ...] [--nproc N]",
                         recipe="synthetic_qa, synthetic_qa-answers, synthetic_qa-qg",
                         set_example="data.path=runs/synthetic_qa/kept.json parallel.tp=2"),
+    "corpus": ("megazoo.tasks.synthetic_qa.cli_corpus",
+               "sample the paragraphs from a decoder: corpus --model DECODER --prompts FILE --out FILE.json "
+               "[--source FILE ...] [--per-prompt N] [--top-p P] [--min-words N] [--max-words N]"),
     "answers": ("megazoo.tasks.synthetic_qa.cli_answers",
                 "propose answer spans per paragraph: answers --data PARAGRAPHS.json --checkpoint CKPT --out FILE.json "
                 "[--top K]"),
     "sample": ("megazoo.tasks.synthetic_qa.cli_sample",
-               "sample questions per answer: sample --data ANSWERS.json --checkpoint QG --out FILE.json [--samples N]"),
+               "sample questions per answer: sample --data ANSWERS.json --checkpoint QG --out FILE.json [--samples N] "
+               "[--qg-input paragraph|sentence]"),
     "filter": ("megazoo.tasks.synthetic_qa.cli_filter",
                "roundtrip filtration: filter --data QUESTIONS.json --checkpoint QA --out KEPT.json [--rejected FILE] "
                "[--match em|f1]"),
@@ -46,7 +50,11 @@ STAGES: dict[str, object] = {
 }
 
 # stages that are none of data / train / evaluate / sample
-EXTRAS = {"answers": "the answer extractor's top candidate spans per paragraph (SQuAD JSON, questions left empty): "
+EXTRAS = {"corpus": "the synthetic corpus: paragraphs a decoder samples from titles or opening sentences, cut to "
+                    "whole sentences and deduplicated against the source text and among themselves, written "
+                    "in SQuAD layout without questions for the answers stage (Puri et al.'s generated "
+                    "paragraphs); `sample` is taken by the questions",
+          "answers": "the answer extractor's top candidate spans per paragraph (SQuAD JSON, questions left empty): "
                      "stage 1 of the synthetic data, spans a trained model picks, not sampled text nor an offline "
                      "data set",
           "filter": "roundtrip filtration: the QA model answers each generated question and the pair is kept when "

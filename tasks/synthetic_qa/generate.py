@@ -6,7 +6,9 @@
                          questions): by default the package's hand-written training set
                          (data/train.json: 294 questions on 98 corpus paragraphs); `--bootstrap
                          templates` uses template questions (templates.py) instead, `both` both
-    OUT/qg.jsonl         the question generator's pairs {prompt, response} from train.json (task sft)
+    OUT/qg.jsonl         the question generator's pairs {prompt, response, qg_input} from train.json
+                         (task sft; prompts in the `qg_input` layout, prompts.py: the paragraph with the
+                         answer marked by default, `--qg-input sentence` the answer's sentence)
     OUT/paragraphs.json  SQuAD v1.1 without questions: the text the synthetic data is made from
     OUT/dev.json         the hand-written dev set (package data, data/dev.json)
 
@@ -25,7 +27,7 @@ import shutil
 from pathlib import Path
 
 from megazoo.tasks.synthetic_qa.builder import DEV
-from megazoo.tasks.synthetic_qa.prompts import qg_prompt
+from megazoo.tasks.synthetic_qa.prompts import QG_INPUTS, qg_input_prompt
 from megazoo.tasks.synthetic_qa.squad import Question, read_squad, write_squad
 from megazoo.tasks.synthetic_qa.templates import paragraph_questions, sentences
 
@@ -58,11 +60,13 @@ def corpus_paragraphs(exclude: set, seed: int) -> list[str]:
 
 
 def generate(out, seed: int = 0, train_paragraphs: int = 400, text_paragraphs: int = 600,
-             bootstrap: str = "handwritten") -> dict:
+             bootstrap: str = "handwritten", qg_input: str = QG_INPUTS[0]) -> dict:
     """Write the four files (see the module doc); returns their counts. train_paragraphs caps the
     template paragraphs (templates, both)."""
     if bootstrap not in BOOTSTRAPS:
         raise ValueError(f"--bootstrap must be one of {', '.join(BOOTSTRAPS)}, got {bootstrap!r}")
+    if qg_input not in QG_INPUTS:
+        raise ValueError(f"--qg-input must be one of {', '.join(QG_INPUTS)}, got {qg_input!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     dev = read_squad(DEV)
@@ -90,8 +94,8 @@ def generate(out, seed: int = 0, train_paragraphs: int = 400, text_paragraphs: i
     with open(out / "qg.jsonl", "w", encoding="utf-8") as f:
         for q in questions:
             text, start = q.answers[0]
-            f.write(json.dumps({"prompt": qg_prompt(q.context, start, text), "response": " " + q.question},
-                               ensure_ascii=False) + "\n")
+            f.write(json.dumps({"prompt": qg_input_prompt(qg_input, q.context, start, text),
+                                "response": " " + q.question, "qg_input": qg_input}, ensure_ascii=False) + "\n")
     shutil.copyfile(DEV, out / "dev.json")
-    return {"bootstrap": bootstrap, "train_paragraphs": len(train_p), "train_questions": len(questions),
-            "text_paragraphs": len(text_p), "dev_questions": len(dev.questions)}
+    return {"bootstrap": bootstrap, "qg_input": qg_input, "train_paragraphs": len(train_p),
+            "train_questions": len(questions), "text_paragraphs": len(text_p), "dev_questions": len(dev.questions)}

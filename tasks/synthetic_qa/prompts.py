@@ -1,8 +1,18 @@
-"""The question generator's prompt: the sentence that holds the answer, the answer, "Question:".
+"""The question generator's prompt, in one of two layouts (`--qg-input` of the data and sample stages):
 
-Puri et al. condition GPT-2 on the whole paragraph; on CPU the sentence around the answer (with
-its neighbour when the sentence is short) keeps the fine-tune and the sampling short, and holds
-what a question about the span needs.
+    paragraph (default; Puri et al. condition the generator on the whole paragraph and the answer): the
+    paragraph with the answer marked in place,
+        Context: ... released in <answer>1991</answer> by ...
+        Answer: 1991
+        Question:
+    sentence: the sentence that holds the answer (with its neighbour when the sentence is short), unmarked,
+        Context: Python was released in 1991 by Guido van Rossum.
+        Answer: 1991
+        Question:
+
+The markers are ANSWER_OPEN `<answer>` and ANSWER_CLOSE `</answer>`, put around the answer's own
+characters (no spaces added); the "Answer:" line repeats the span in both layouts. The sentence
+layout keeps the fine-tune and the sampling short on a CPU (prompts about a quarter as long).
 """
 
 from __future__ import annotations
@@ -10,6 +20,8 @@ from __future__ import annotations
 from megazoo.tasks.synthetic_qa.templates import sentences
 
 MIN_CONTEXT = 80  # characters: a shorter sentence gets the one before it too
+QG_INPUTS = ("paragraph", "sentence")  # the question generator's input (module doc); the first is the default
+ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 
 
 def answer_context(context: str, answer_start: int, answer: str) -> str:
@@ -31,6 +43,25 @@ def answer_context(context: str, answer_start: int, answer: str) -> str:
 
 def qg_prompt(context: str, answer_start: int, answer: str) -> str:
     return f"Context: {answer_context(context, answer_start, answer)}\nAnswer: {answer}\nQuestion:"
+
+
+def marked_paragraph(context: str, answer_start: int, answer: str) -> str:
+    """The whole paragraph with the answer span between ANSWER_OPEN and ANSWER_CLOSE."""
+    end = answer_start + len(answer)
+    return f"{context[:answer_start]}{ANSWER_OPEN}{context[answer_start:end]}{ANSWER_CLOSE}{context[end:]}"
+
+
+def qg_paragraph_prompt(context: str, answer_start: int, answer: str) -> str:
+    return f"Context: {marked_paragraph(context, answer_start, answer)}\nAnswer: {answer}\nQuestion:"
+
+
+def qg_input_prompt(qg_input: str, context: str, answer_start: int, answer: str) -> str:
+    """The prompt of one answer in the layout `qg_input` (paragraph or sentence)."""
+    if qg_input == "paragraph":
+        return qg_paragraph_prompt(context, answer_start, answer)
+    if qg_input == "sentence":
+        return qg_prompt(context, answer_start, answer)
+    raise ValueError(f"--qg-input must be one of {', '.join(QG_INPUTS)}, got {qg_input!r}")
 
 
 def clean_question(text: str) -> str:

@@ -6,13 +6,13 @@ of the package above (its checkpoints, encoder, faiss index); the package above 
 `task.component` (../builder.py), the train stage (../stages.py) and the salient-span tagger its
 question generator uses (../generate.py).
 
-    span.py      reader rows, the span head, marginal likelihood, best span, exact match
+    span.py      reader rows, the span head, marginal likelihood, best span
     task.py      the stages' task.* settings (ReaderTask)
     model.py     the trained chunk: reader and, end to end, the query tower
     data.py      the evidence (passage vectors, index), retrieved top-k, trainer sources, collate
     loss.py      the marginal likelihood on a micro-batch
     builder.py   the task builder on the core trainer (re-retrieval before steps end to end)
-    evaluate.py  exact match, answer recall and DPR top-k; the end-to-end retriever written out
+    evaluate.py  SQuAD EM/F1 (eval/metrics), answer recall and DPR top-k; the e2e retriever written out
     train.py     the train stage's run of a reader recipe: the trainer, then reader.json and its predictions
     salient.py   the rule-based salient-span tagger (also the generator's answers)
     mss.py       masked salient span examples

@@ -13,8 +13,7 @@ A passage without the answer contributes nothing; a question with the answer in 
 passages has no loss. On fixed retrieval `log p(z | q)` is a constant; end-to-end it is the query
 encoder's, so the reader's passage posterior trains the retriever. Prediction: the span with the
 highest `log p(z | q) + start + end` over all passages (at most `max_answer_tokens` tokens).
-Exact match is SQuAD's (eval/metrics: lowercase, no punctuation or articles) with spaces ignored,
-as the prediction is decoded from wordpieces.
+The predicted answer is scored by evaluate.py with SQuAD/DPR exact match and F1 (eval/metrics).
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from megazoo.eval.metrics import squad_normalize
 from megazoo.tasks.retrieval.inputs import Row
 
 NEG = -1e4
@@ -126,14 +124,3 @@ def best_span(ls: torch.Tensor, le: torch.Tensor, retrieval_log_probs: torch.Ten
     flat = int(scores.reshape(-1).argmax())
     return flat // (L * L), (flat // L) % L, flat % L
 
-
-def normalize_answer(text: str) -> str:
-    """SQuAD's normalisation (eval/metrics, the official script's), then spaces removed (wordpiece
-    decoding may split '1,000' as '1, 000')."""
-    return squad_normalize(text).replace(" ", "")
-
-
-def exact_match(prediction: str, answers: list[str]) -> bool:
-    """SQuAD exact match against any answer, spaces ignored (normalize_answer)."""
-    p = normalize_answer(prediction)
-    return any(p == normalize_answer(a) for a in answers)

@@ -30,7 +30,8 @@ def run_reader(cfg, prog: str) -> int:
     if code == 0 and done.get("rank") == 0:
         record = done["record"]
         m, k = record["metrics"], record["top_k"]
-        print(f"{record['component']}: EM {100 * m['em']:.2f} on {record['n']} questions (top-{k} answer recall "
+        print(f"{record['component']}: EM {100 * m['em']:.2f}, F1 {100 * m['f1']:.2f} on {record['n']} questions "
+              f"(top-{k} answer recall "
               f"{100 * m[f'top{k}_recall']:.2f}); written to {cfg.run_dir()}/reader.json")
     return code
 
@@ -51,7 +52,7 @@ def train_reader(cfg) -> dict:
         summary = trainer.fit()
         valid = summary["valid"] or trainer.evaluate()
         s, rank0 = builder.settings, trainer.ctx.rank == 0
-        metrics = {k: valid[k] for k in ("em", f"top{s.top_k}_recall", "retrieval_top1", "retrieval_top5",
+        metrics = {k: valid[k] for k in ("em", "f1", f"top{s.top_k}_recall", "retrieval_top1", "retrieval_top5",
                                          "retrieval_top20")}
         t = cfg.train
         extra = {"component": s.component, "valid_loss": valid["loss"], "steps": trainer.step,
