@@ -72,11 +72,16 @@ def bi_encoder_meta(checkpoint: str | os.PathLike, flag: str = "checkpoint"):
     return resolved, meta
 
 
-def query_state(state: dict) -> dict:
-    """The query tower's tensors: the `query.` prefix stripped when the state holds two towers."""
-    if not any(k.startswith(TOWER + ".") for k in state):
+def has_towers(state: dict) -> bool:
+    """True when a full state dict holds two towers (query.* and context.*; tasks/retrieval/towers.py)."""
+    return any(k.startswith("query.") for k in state) and any(k.startswith("context.") for k in state)
+
+
+def tower_state(state: dict, name: str) -> dict:
+    """The tensors of one tower: its prefix stripped when the state holds two towers, else all."""
+    if not has_towers(state):
         return state
-    prefix = TOWER + "."
+    prefix = name + "."
     return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
 
 
@@ -102,7 +107,7 @@ class QuestionTower(Embedder):
     def _build(self, arch: str, cfg, state: dict, dtype):
         own = getattr(cfg, "pooling", "none")
         self._own_pooling = own if own != "none" else None
-        tower = query_state(state)
+        tower = tower_state(state, TOWER)
         self.separate = tower is not state
         return super()._build(arch, cfg, tower, dtype)
 

@@ -105,7 +105,9 @@ def _main(argv: list[str] | None = None) -> int:
 def _passthrough_start(argv: list[str]) -> int | None:
     """Where a command line that another program parses begins (`megazoo eval lm-eval ARGS`): from
     there on, -q/-v are that program's. The module is imported only when its action is one of them."""
-    words = [w for w in argv if w not in ("-q", "--quiet", "-v", "--verbose")]
+    from megazoo.core.verbosity import FLAGS
+
+    words = [w for w in argv if w not in FLAGS]
     if len(words) < 2 or words[0] not in COMMANDS:
         return None
     module = importlib.import_module(COMMANDS[words[0]][0])

@@ -69,6 +69,10 @@ class Builder:
     def num_parameters(self, tp: int = 1) -> int:
         return 0
 
+    def shape(self):
+        """The model's ModelShape for the planner (core/plan); a model it cannot describe raises."""
+        raise NotImplementedError(f"{type(self).__name__} has no plan shape")
+
     # data and objective ------------------------------------------------------------------------
     def check_data(self, data: dict) -> None:
         """Cheap checks of the data settings before any rank starts (a missing file, a bad key);
@@ -153,7 +157,4 @@ class TaskBuilder(Builder):
 
     def shape(self):
         """The wrapped model's ModelShape for the planner (a task head is small beside it)."""
-        shape = getattr(self.model, "shape", None)
-        if shape is None:
-            raise NotImplementedError(f"{type(self.model).__name__} has no plan shape")
-        return shape()
+        return self.model.shape()

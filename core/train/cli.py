@@ -111,8 +111,6 @@ def _memory_line(cfg, builder, world: int) -> str:
 
     p, t = cfg.parallel, cfg.train
     try:
-        if not hasattr(builder, "shape"):
-            raise NotImplementedError
         shape = builder.shape()
     except NotImplementedError:
         return f"memory per rank: not available from the planner (model.arch has no plan shape); " \

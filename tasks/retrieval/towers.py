@@ -17,23 +17,11 @@ from torch import nn
 
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.train.config import ConfigError
+from megazoo.eval.question_tower import has_towers, tower_state  # noqa: F401  (the one rule, shared with MSDP)
 from megazoo.zoo.bert.model import BertModel, BertOutput
 
 IGNORE = -100
 TOWERS = ("query", "context")
-
-
-def has_towers(state: dict) -> bool:
-    """True when a full state dict holds two towers (query.* and context.*)."""
-    return any(k.startswith("query.") for k in state) and any(k.startswith("context.") for k in state)
-
-
-def tower_state(state: dict, name: str) -> dict:
-    """The tensors of one tower: its prefix stripped when the state holds two towers, else all."""
-    if not has_towers(state):
-        return state
-    prefix = name + "."
-    return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
 
 
 class TwoTowers(nn.Module):
