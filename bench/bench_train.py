@@ -1,6 +1,6 @@
-"""Training throughput: megazoo against transformers' GPT2LMHeadModel, on this CPU.
+"""Training throughput: megazoo against transformers' GPT2LMHeadModel and Megatron-Core's GPTModel, on this CPU.
 
-Model (both): 6 layers, hidden 768, 12 heads, vocabulary 32768, sequence 512, micro-batch 4,
+Model (all): 6 layers, hidden 768, 12 heads, vocabulary 32768, sequence 512, micro-batch 4,
 AdamW, no dropout, tied embeddings. Every contender runs in its own fresh process (process-level
 settings, such as megazoo's allocator policy, belong to the contender that makes them). The
 contenders of one dtype are started together, each takes its warm-up step, and then they take turns
@@ -9,20 +9,33 @@ figures are the best step of each and the median over the turns of the ratio of 
   - HF fp32 vs megazoo fp32 (2 threads each);
   - HF under bf16 autocast vs megazoo's bf16 policy (bf16 model, fp32 main params and grads), and
     megazoo bf16 with train.allocator=system (the C library's default), to show the policy's part;
-  - megazoo TP=2 (2 ranks x 1 thread) vs TP=1 (1 rank x 2 threads, the fp32 contender), fp32.
+  - megazoo TP=2 (2 ranks x 1 thread) vs TP=1 (1 rank x 2 threads, the fp32 contender), fp32;
+  - Megatron-Core (the benchmark asset in requirements-assets.txt) GPTModel with its local layer spec,
+    fp32, bf16 (Float16Module: the whole model in bf16, fp32 main params and torch AdamW, as its own
+    optimizers need CUDA) and fp32 TP=2 over gloo (2 ranks x 1 thread), run on the CPU through
+    bench/mcore_shim.py (its docstring lists every patch and why); megazoo / Megatron-Core is reported
+    for fp32 TP=1, bf16 TP=1 and fp32 TP=2.
 Each contender reports its step times, CPU time, minor page faults per step and peak resident memory.
-Model FLOPs follow Megatron's formula (the same count for both); MFU divides by the dense GEMM
+Model FLOPs follow Megatron's formula (the same count for all); MFU divides by the dense GEMM
 peak of the same dtype measured on this machine in the same run (fresh processes at the start and
 the end, best), with 2 threads. bf16 is only judged on a CPU with native bf16 (AVX512-BF16/AMX).
 
     python bench/bench_train.py [--steps 5] [--write]   (--write updates bench/RESULTS.md)
     python bench/bench_train.py --compile        (adds megazoo bf16 with train.compile=true)
     python bench/bench_train.py --only fp32      (just the contenders whose name has "fp32"; not written)
+    python bench/bench_train.py --smoke          (2 layers, seq 128: a quick check of the script; not written)
+
+The load rule: the 1-minute load average is printed at the start and at the end, and --write is
+refused (one line, exit code 2) when it is above LOAD_HEADROOM x cores at the start (nothing of the
+bench runs yet: on 2 cores, above 1.0), or above the bench's own THREADS busy threads + LOAD_HEADROOM x
+cores at the end (its last workers have just run 2 threads flat out: on 2 cores, above 3.0). A start
+above the limit stops before any work; an end above it prints the figures but does not record them.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -30,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import time
+from importlib.metadata import version as package_version
 
 import torch
 from results import write_section as write_results_section  # bench/results.py
@@ -40,6 +54,7 @@ SIZES = dict(num_layers=6, hidden_size=768, num_heads=12, vocab_size=32768, seq_
 MICRO = 4
 THREADS = 2
 SMOKE_SIZES = dict(num_layers=2, seq_length=128)
+LOAD_HEADROOM = 0.5  # load average allowed beyond the bench's own threads, per core (the load rule)
 if os.environ.get("MEGAZOO_BENCH_SMOKE"):  # set by --smoke for every process of the run, spawned ranks too
     SIZES.update(SMOKE_SIZES)
 
@@ -67,6 +82,33 @@ class Megazoo:
         t = time.perf_counter()
         tr.train_step(mbs)
         return time.perf_counter() - t
+
+    def close(self) -> None:
+        self.trainer.close()
+
+
+class MegatronCore:
+    """Megatron-Core's GPTModel with the local layer spec at SIZES, on the CPU through
+    bench/mcore_shim.py, with the shim's training step (forward with labels, backward, gradient
+    clipping at 1.0, AdamW lr 3e-4, weight decay 0.1) on a fixed batch of MICRO x seq ids."""
+
+    def __init__(self, dtype: str, tp: int = 1):
+        import mcore_shim  # bench/mcore_shim.py, beside this file
+
+        self.shim = mcore_shim
+        model = mcore_shim.build(SIZES, dtype, tp)
+        g = torch.Generator().manual_seed(1)
+        ids = torch.randint(0, SIZES["vocab_size"], (MICRO, SIZES["seq_length"]), generator=g)
+        self.train_step = mcore_shim.Step(model, ids, bf16=dtype == "bf16")
+        self.policy = "system"
+
+    def step(self) -> float:
+        t = time.perf_counter()
+        self.train_step()
+        return time.perf_counter() - t
+
+    def close(self) -> None:
+        self.shim.close()
 
 
 class HF:
@@ -103,13 +145,13 @@ def flops_per_step() -> float:
     return load_builder({"arch": "gpt", **SIZES}).flops_per_iteration(MICRO, 1)
 
 
-def _tp2_serve_rank(run_dir: str, commands, replies) -> None:
-    """One rank of the TP=2 contender: build, warm up, then one step per command that rank 0 reads
-    and broadcasts; rank 0 replies with the step's time (the slower rank), CPU seconds and page
-    faults (both ranks) and the larger resident size."""
+def _tp2_serve_rank(kind: str, run_dir: str, commands, replies) -> None:
+    """One rank of a TP=2 contender (kind "tp2": megazoo, "mcore-tp2": Megatron-Core): build, warm
+    up, then one step per command that rank 0 reads and broadcasts; rank 0 replies with the step's
+    time (the slower rank), CPU seconds and page faults (both ranks) and the larger resident size."""
     import torch.distributed as dist
 
-    m = Megazoo("fp32", run_dir, tp=2)
+    m = Megazoo("fp32", run_dir, tp=2) if kind == "tp2" else MegatronCore("fp32", tp=2)
     m.step()
     rank = dist.get_rank()
     if rank == 0:
@@ -129,14 +171,15 @@ def _tp2_serve_rank(run_dir: str, commands, replies) -> None:
         if rank == 0:
             replies.put({"time": top[0].item(), "rss_gib": top[1].item(), "cpu": total[0].item(),
                          "faults": total[1].item()})
-    m.trainer.close()
+    m.close()
 
 
 class TP2:
-    """The TP=2 contender behind the same step() as the others: its two ranks run in spawned
-    processes (a thread of this process waits on them) and take commands through queues."""
+    """A TP=2 contender (`kind` as in _tp2_serve_rank) behind the same step() as the others: its two
+    ranks run in spawned processes (a thread of this process waits on them) and take commands
+    through queues."""
 
-    def __init__(self, run_dir: str):
+    def __init__(self, run_dir: str, kind: str = "tp2"):
         import multiprocessing as mp
         import threading
 
@@ -148,7 +191,7 @@ class TP2:
 
         def run():
             try:
-                spawn(_tp2_serve_rank, 2, run_dir, self.commands, self.replies, timeout=7200, threads=1)
+                spawn(_tp2_serve_rank, 2, kind, run_dir, self.commands, self.replies, timeout=7200, threads=1)
             except BaseException as e:  # noqa: BLE001 - reported by the next step
                 self.failed.append(e)
                 self.replies.put(None)
@@ -239,6 +282,7 @@ def _measured_step(contender) -> dict:
     return {"time": t, "cpu": time.process_time() - c0, "faults": _faults() - f0, "rss_gib": _rss_gib()}
 
 
+MCORE_TP2 = "Megatron-Core fp32 TP=2 (2 ranks x 1 thread)"
 CONTENDERS = {  # name -> (kind, dtype, extra megazoo settings)
     "HF fp32": ("hf", "fp32", ()),
     "megazoo fp32": ("mz", "fp32", ()),
@@ -246,6 +290,9 @@ CONTENDERS = {  # name -> (kind, dtype, extra megazoo settings)
     "megazoo bf16": ("mz", "bf16", ()),
     "megazoo bf16, train.allocator=system": ("mz", "bf16", ("train.allocator=system",)),
     "megazoo fp32 TP=2 (2 ranks x 1 thread)": ("tp2", "fp32", ()),
+    "Megatron-Core fp32": ("mcore", "fp32", ()),
+    "Megatron-Core bf16": ("mcore", "bf16", ()),
+    MCORE_TP2: ("mcore-tp2", "fp32", ()),
 }
 COMPILED = ("megazoo bf16, train.compile=true", ("mz", "bf16", ("train.compile=true",)))
 GROUPS = ("fp32", "bf16")  # the contenders of one dtype are alive together and take turns
@@ -273,10 +320,13 @@ def serve(name: str, out: str) -> None:
     kind, dtype, extra = dict([COMPILED, *CONTENDERS.items()])[name]
     run_dir = f"{out}/{abs(hash(name))}"
     started = time.perf_counter()
-    if kind == "tp2":
-        contender = TP2(run_dir)
+    if kind in ("tp2", "mcore-tp2"):
+        contender = TP2(run_dir, kind)
     elif kind == "hf":
         contender = HF(dtype == "bf16")
+        contender.step()
+    elif kind == "mcore":
+        contender = MegatronCore(dtype)
         contender.step()
     else:
         contender = Megazoo(dtype, run_dir, extra=extra)
@@ -287,7 +337,7 @@ def serve(name: str, out: str) -> None:
             break
         # TP2 measures in its ranks, where the work is
         print(json.dumps(contender.step() if isinstance(contender, TP2) else _measured_step(contender)), flush=True)
-    if isinstance(contender, TP2):
+    if hasattr(contender, "close"):
         contender.close()
 
 
@@ -366,6 +416,26 @@ def attention_kernels() -> dict:
     return out
 
 
+def load_limits(cores: int) -> dict:
+    """The highest 1-minute load average at which --write records figures (the module docstring's
+    load rule): at the start nothing of the bench runs yet; at the end its own THREADS just ran."""
+    return {"start": LOAD_HEADROOM * cores, "end": THREADS + LOAD_HEADROOM * cores}
+
+
+def load_refusal(load: float, when: str, cores: int) -> str | None:
+    """The one-line refusal of --write when `load` (1-minute load average at the `when` of the run,
+    "start" or "end") is above its limit on `cores` cores; None when the machine is quiet enough."""
+    limit = load_limits(cores)[when]
+    if load <= limit:
+        return None
+    rule = f"{LOAD_HEADROOM:g} x cores"
+    if when == "end":
+        rule = f"the bench's own {THREADS} threads + {rule}"
+    return (f"bench/bench_train.py: --write refused: the 1-minute load average at the {when} is {load:.2f}, above "
+            f"{limit:.2f} ({rule}, {cores} cores), so the machine was busy and its figures are not recorded; "
+            f"rerun when the machine is quiet, or without --write")
+
+
 def run_worker(name: str, out: str) -> dict:
     cmd = [sys.executable, __file__, "--worker", name, "--out", out]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
@@ -374,8 +444,10 @@ def run_worker(name: str, out: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None) -> int:
+def main(argv=None, loadavg=os.getloadavg) -> int:
+    """The benchmark; `loadavg` (os.getloadavg by default) gives the load the load rule reads."""
     from megazoo.core.parallel.device import cpu_has_native_bf16
+    from megazoo.core.train.precision_probe import cpu_facts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=5,
@@ -402,8 +474,22 @@ def main(argv=None) -> int:
     if args.serve:
         serve(args.serve, args.out)
         return 0
+    names = list(CONTENDERS) + ([COMPILED[0]] if args.compile else [])
+    if args.only:
+        names = [n for n in names if any(t in n for t in args.only)]
+    if any(n.startswith("Megatron-Core") for n in names) and importlib.util.find_spec("megatron") is None:
+        print("bench/bench_train.py: the Megatron-Core contenders need megatron-core, a benchmark asset: install it "
+              "with `pip install -r requirements-assets.txt` (or leave them out with --only megazoo)", file=sys.stderr)
+        return 2
     wall0, cpu0 = time.perf_counter(), _children_cpu()
-    load0 = os.getloadavg()[0]
+    cores = os.cpu_count() or 1
+    limits = load_limits(cores)
+    load0 = loadavg()[0]
+    print(f"load average (1 min) at the start: {load0:.2f} (--write needs <= {limits['start']:.2f})", flush=True)
+    refusal = load_refusal(load0, "start", cores) if args.write else None
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 2
     native = cpu_has_native_bf16()
     print(f"CPU native bf16 (AVX512-BF16/AMX): {'yes' if native else 'no'}", flush=True)
     flops = flops_per_step()
@@ -412,9 +498,6 @@ def main(argv=None) -> int:
     print(f"peak GEMM ({THREADS} threads): fp32 {peak['fp32'] / 1e12:.3f}, bf16 {peak['bf16'] / 1e12:.3f} TFLOP/s", flush=True)
     floor0 = run_worker("floor", args.out)
     print(f"the model's linear GEMMs alone, a step: fp32 {floor0['fp32']:.2f} s, bf16 {floor0['bf16']:.2f} s", flush=True)
-    names = list(CONTENDERS) + ([COMPILED[0]] if args.compile else [])
-    if args.only:
-        names = [n for n in names if any(t in n for t in args.only)]
     results: dict[str, dict] = {}
     for group in GROUPS:  # the contenders of a group live side by side and take turns, one step each
         served = [Served(n, args.out) for n in names if CONTENDERS.get(n, COMPILED[1])[1] == group]
@@ -435,7 +518,8 @@ def main(argv=None) -> int:
     end = run_worker("peak", args.out)  # again: load at the start can hide part of the peak
     peak = {k: max(peak[k], end[k]) for k in peak}
     floor = {k: min(v, floor0[k]) for k, v in run_worker("floor", args.out).items()}
-    load1 = os.getloadavg()[0]
+    load1 = loadavg()[0]
+    print(f"load average (1 min) at the end: {load1:.2f} (--write needs <= {limits['end']:.2f})", flush=True)
 
     rows = []
     for name in names:
@@ -466,7 +550,18 @@ def main(argv=None) -> int:
          lambda: turns("megazoo fp32", "HF fp32"), 1.3),
         ("megazoo bf16 / HF bf16 autocast, median over turns", ("megazoo bf16", "HF bf16 autocast", native),
          lambda: turns("megazoo bf16", "HF bf16 autocast"), 1.3),
-        ("TP=2 / TP=1 (megazoo fp32), median over turns", (tp2, "megazoo fp32"), lambda: turns(tp2, "megazoo fp32"), 0.9)]
+        ("TP=2 / TP=1 (megazoo fp32), median over turns", (tp2, "megazoo fp32"), lambda: turns(tp2, "megazoo fp32"), 0.9),
+        ("megazoo fp32 / Megatron-Core fp32", ("megazoo fp32", "Megatron-Core fp32"),
+         lambda: tps("megazoo fp32") / tps("Megatron-Core fp32"), 1.5),
+        ("megazoo bf16 / Megatron-Core bf16", ("megazoo bf16", "Megatron-Core bf16", native),
+         lambda: tps("megazoo bf16") / tps("Megatron-Core bf16"), 1.5),
+        ("megazoo fp32 TP=2 / Megatron-Core fp32 TP=2", (tp2, MCORE_TP2), lambda: tps(tp2) / tps(MCORE_TP2), 1.3),
+        ("megazoo fp32 / Megatron-Core fp32, median over turns", ("megazoo fp32", "Megatron-Core fp32"),
+         lambda: turns("megazoo fp32", "Megatron-Core fp32"), 1.5),
+        ("megazoo bf16 / Megatron-Core bf16, median over turns", ("megazoo bf16", "Megatron-Core bf16", native),
+         lambda: turns("megazoo bf16", "Megatron-Core bf16"), 1.5),
+        ("megazoo fp32 TP=2 / Megatron-Core fp32 TP=2, median over turns", (tp2, MCORE_TP2),
+         lambda: turns(tp2, MCORE_TP2), 1.3)]
     # a ratio is shown when its contenders ran (--only) and, for bf16, the CPU has native bf16
     ratios = [(k, value(), g) for k, needs, value, g in wanted
               if all(n in by if isinstance(n, str) else n for n in needs)]
@@ -487,6 +582,16 @@ def main(argv=None) -> int:
                   "ceiling over HF | megazoo over HF |", "|---|---:|---:|---:|---:|---:|---:|"]
         lines += [f"| {dt} | {floor[dt]:.2f} | {by[hf][1]:.2f} | {by[mz][1]:.2f} | {by[mz][1] - floor[dt]:.2f} | "
                   f"{by[hf][1] / floor[dt]:.2f}x | {by[hf][1] / by[mz][1]:.2f}x |" for dt, hf, mz in ceiling]
+    if any(n.startswith("Megatron-Core") for n in by):
+        lines += ["", f"Megatron-Core {package_version('megatron-core')}: its `GPTModel` with `get_gpt_layer_local_spec()` "
+                  "(torch LayerNorm, its column/row-parallel linears, `DotProductAttention` with the unfused torch "
+                  "softmax, vocab-parallel cross-entropy; Megatron's fusion defaults, all off: they need CUDA, Apex or "
+                  "Transformer Engine), tied embeddings, learned positions, tanh GELU as megazoo's GPT, a fixed batch; "
+                  "on the CPU and gloo through `bench/mcore_shim.py` (its docstring lists the patches: a CPU RNG "
+                  "tracker and a CPU buffer for the attention scores). Its optimizers need CUDA (literal `device='cuda'` "
+                  "tensors), so it steps with torch AdamW: fp32 on its parameters; bf16 through its `Float16Module` "
+                  "(the whole model in bf16) on fp32 main params and grads, as its Float16Optimizer does; gradient "
+                  "norm by Megatron's rule over the TP group, clipped at 1.0."]
     if not native:
         lines += ["", "bf16 not judged: this CPU has no native bf16 (no AVX512-BF16/AMX); its bf16 GEMMs are emulated "
                   "and slower than fp32, so the bf16 rows above only show that the path runs."]
@@ -501,21 +606,27 @@ def main(argv=None) -> int:
     wall, cpu = time.perf_counter() - wall0, _children_cpu() - cpu0
     header = (f"Model: {SIZES['num_layers']} layers, hidden {SIZES['hidden_size']}, {SIZES['num_heads']} heads, vocab "
               f"{SIZES['vocab_size']}, seq {SIZES['seq_length']}, micro-batch {MICRO}, AdamW "
-              f"({flops / 1e12:.3f} TFLOP per step, Megatron formula). CPU: {os.cpu_count()} cores, native bf16 "
+              f"({flops / 1e12:.3f} TFLOP per step, Megatron formula). CPU: {cpu_facts()[0]}, {os.cpu_count()} cores, "
+              f"native bf16 "
               f"(AVX512-BF16/AMX): {'yes' if native else 'no'}; torch {torch.__version__}. Each contender in its own "
               f"fresh process, the contenders of a dtype alive together: one warm-up step each, then {args.steps} timed "
               f"steps each, taking turns step by step; best step per contender (load only adds time), and the median "
               f"over the turns of the step-time ratio; page faults: the fewest in a timed step; CPU s/step: the "
               f"median. Peak GEMM "
               f"measured in fresh processes at the start and the end, best ({THREADS} threads): fp32 "
-              f"{peak['fp32'] / 1e12:.3f}, bf16 {peak['bf16'] / 1e12:.3f} TFLOP/s. Load average {load0:.1f} at the "
-              f"start, {load1:.1f} at the end, on {os.cpu_count()} cores shared with other jobs. The benchmark took "
+              f"{peak['fp32'] / 1e12:.3f}, bf16 {peak['bf16'] / 1e12:.3f} TFLOP/s. Load average (1 min) {load0:.2f} at "
+              f"the start, {load1:.2f} at the end, on {os.cpu_count()} cores (--write is refused above "
+              f"{limits['start']:.1f} at the start, {limits['end']:.1f} at the end). The benchmark took "
               f"{wall:.0f} s wall, {cpu:.0f} s CPU. Run: `python bench/bench_train.py --write` "
               f"({time.strftime('%Y-%m-%d %H:%M')}).")
     text = header + "\n\n" + "\n".join(lines)
     if not args.smoke and not args.only:
         text += "\n\n" + memory_section(args.out)
     print(text)
+    refusal = load_refusal(load1, "end", cores) if args.write else None
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 2
     if args.write:
         write_section(text)
     return 0

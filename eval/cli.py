@@ -1,7 +1,7 @@
 """`megazoo eval ...`:
 
   megazoo eval task NAME --data FILE (--checkpoint CKPT | --hf DIR) [--num-fewshot K --fewshot-data FILE]
-                    [--stride N (wikitext)] [--lambada-mode strict|nonstrict (lambada)] [--seed S]
+                    [--stride N (wikitext103_megatron)] [--lambada-mode strict|nonstrict (lambada)] [--seed S]
                     [--out FILE.json]
   megazoo eval leaderboard SUITE.yaml [--overwrite]
   megazoo eval mt-nlg SUITE.yaml [--columns zero one few] [--limit N] [--out FILE.json]
@@ -37,7 +37,9 @@ PASSTHROUGH = ("lm-eval",)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
     task = sub.add_parser("task", help="one zero/few-shot task on one model")
-    task.add_argument("name", help="lambada, wikitext, boolq, race, piqa, hellaswag, winogrande, anli, hans, wic")
+    task.add_argument("name", help="lambada, wikitext103_megatron, boolq, race_gpt3, piqa, hellaswag, winogrande, "
+                      "anli, hans, wic (race_gpt3 and wikitext103_megatron are GPT-3's and Megatron's protocols, "
+                      "not lm-eval's race and wikitext: docs/eval.md)")
     input_arg(task, "--data", required=True, help="the task's file (or RACE folder) in its official format")
     src = task.add_mutually_exclusive_group(required=True)
     input_arg(src, "--checkpoint", kind="folder", help="a megazoo checkpoint")
@@ -46,8 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     input_arg(task, "--fewshot-data", help="file to draw few-shot examples from (the train split; lambada: "
               "by default the evaluated file, minus the question)")
     task.add_argument("--seed", type=int_in(*SEED), default=1234, help="few-shot sampling seed (shots drawn per question)")
-    task.add_argument("--stride", type=int_in(*STRIDE), help="wikitext: window stride in tokens, as Megatron's "
-                      "--overlapping-eval (default 32, capped at the model's length)")
+    task.add_argument("--stride", type=int_in(*STRIDE), help="wikitext103_megatron: window stride in tokens, as "
+                      "Megatron's --overlapping-eval (default 32, capped at the model's length)")
     task.add_argument("--lambada-mode", choices=["strict", "nonstrict"],
                       help="lambada: strict scores the whole last word (default), nonstrict only its final token")
     task.add_argument("--limit", type=int_in(*LIMIT), help="score only the first N examples")
@@ -86,6 +88,8 @@ def run(args) -> int:
 
         report = run_leaderboard(args.suite, overwrite=args.overwrite)
         print(report["table"], end="")  # the files (results.json/.csv/.md/.png, lm_eval/) hold the rest
+        for warning in report["warnings"]:
+            print(f"megazoo eval leaderboard: warning: {warning}", file=sys.stderr)
         print(f"results: {report['out']}", file=sys.stderr)
         if report["regressions"]:
             print(f"{len(report['regressions'])} regression(s): see results.md", file=sys.stderr)

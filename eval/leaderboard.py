@@ -14,13 +14,19 @@ Suite file:
     tasks:
       - {name: lambada, path: data/lambada.jsonl}
       - {name: hellaswag, path: data/hellaswag.jsonl, num_fewshot: 2, fewshot_path: data/hs_train.jsonl}
-      - {name: wikitext, path: data/wiki.test.tokens, stride: 32}   # `stride`: Megatron's default 32
+      - {name: wikitext103_megatron, path: data/wiki.test.tokens, stride: 32}   # Megatron's default 32
       # optional: lambada_mode (strict|nonstrict, lambada), seed (per-question few-shot draws)
+      - {name: race_gpt3, path: data/RACE/test/high}      # GPT-3's zero-shot RACE (language models)
       - {name: race, path: data/RACE, split: test}        # a task package's registered evaluation
 
 Zero-shot tasks score language models; a task evaluation (eval/registry.py) scores the models of
 the kinds it accepts (e.g. `race`: checkpoints fine-tuned on RACE, encoders included), and the
-table shows "-" where a model is not of such a kind.
+table shows "-" where a model is not of such a kind. The old zero-shot names (eval/task_names.py):
+`wikitext` is refused in one line naming `wikitext103_megatron`; `race` is RACE's fine-tuned
+evaluation, and a suite whose `race` would score only its language models (written when `race` gave
+them zero-shot RACE) is refused in one line naming `race_gpt3`, while a suite with RACE fine-tunes
+and language models but no `race_gpt3` gets a warning line. A baseline written before the rename is
+read with the new names.
 
 The suite is checked whole before any model is loaded, each problem one line `SUITE:LINE: ...`:
 an unknown key (in the suite, a model or a task entry: the nearest valid key is named; a task
@@ -42,8 +48,10 @@ from pathlib import Path
 
 import yaml
 
+from megazoo.eval.task_names import WIKITEXT
+
 LOWER_IS_BETTER = {"ppl", "adjusted_ppl", "avg_loss"}
-HEADLINE = {"lambada": "acc", "wikitext": "adjusted_ppl", "hellaswag": "acc_norm"}  # others: acc
+HEADLINE = {"lambada": "acc", WIKITEXT: "adjusted_ppl", "hellaswag": "acc_norm"}  # others: acc
 PROTOCOL_KEYS = {"n", "stride", "num_fewshot", "tokens"}  # how a task ran, not a score: never a regression
 
 
@@ -128,6 +136,7 @@ def load_suite(path) -> dict:
     from megazoo.eval.readers.common import LineError, read_text
     from megazoo.eval.registry import evaluations
     from megazoo.eval.suites.runner import TASKS, check_task_options
+    from megazoo.eval.task_names import renamed_message
 
     path = Path(path)
     if not path.is_file():
@@ -181,6 +190,8 @@ def load_suite(path) -> dict:
         for key in ("name", "path"):
             check.text_value(t, key, trail, where)
         name = t["name"]
+        if name not in known and renamed_message(name):
+            check.fail((*trail, "name"), f"{where}: {renamed_message(name)}")
         if name not in known:
             import difflib
 
@@ -252,7 +263,11 @@ def read_baseline(path) -> dict:
     if not isinstance(results, dict) or not all(
             isinstance(tasks, dict) and all(isinstance(m, dict) for m in tasks.values()) for tasks in results.values()):
         raise SuiteError(f"{path}: not a leaderboard results.json (expected model -> task -> metrics)")
-    return results
+    from megazoo.eval.task_names import current_name
+
+    # a results.json written before the rename (issue 41) holds `race`/`wikitext`: read as the tasks are named now
+    return {model: {current_name(task, metrics): metrics for task, metrics in tasks.items()}
+            for model, tasks in results.items()}
 
 
 def check_outputs(suite_path, suite: dict, overwrite: bool) -> None:
@@ -328,11 +343,8 @@ def _lower_is_better(task: str, key: str) -> bool:
 
 
 def headline(task: str, metrics: dict) -> tuple[str, float]:
-    """The task's headline metric: a registered evaluation's, or (for the zero-shot task of the same
-    name that a language model gets, e.g. RACE's `acc`) the zero-shot one."""
+    """The task's headline metric: a registered evaluation's, else the zero-shot task's."""
     key = _headline_key(task)
-    if key not in metrics:
-        key = HEADLINE.get(task, "acc")
     return key, float(metrics[key])
 
 
@@ -408,24 +420,43 @@ def model_meta(entry: dict, lm) -> dict:
     return meta
 
 
-def zero_shot_tasks() -> set[str]:
-    from megazoo.eval.suites import TASKS
-
-    return set(TASKS)
-
-
 def scorer(name: str, kind: str, registered: dict) -> tuple[object | None, str | None]:
     """What scores task `name` for a model of `kind`: (a registered task evaluation, or None for
     the zero-shot task of that name, which language models get; and why the model is skipped,
-    or None). `race` on a language model is the zero-shot RACE task, on a RACE fine-tune its
-    registered evaluation."""
+    or None). A registered evaluation and a zero-shot task never share a name (eval/task_names.py)."""
     ev = registered.get(name)
     if ev is not None and kind in ev.kinds:
         return ev, None
-    if kind == "lm" and (ev is None or name in zero_shot_tasks()):
+    if kind == "lm" and ev is None:
         return None, None
     scores = ", ".join(ev.kinds) if ev is not None else "language models"
     return None, f"a {kind} model; {name} scores {scores}"
+
+
+def check_old_names(suite_path, suite: dict, kinds: dict[str, str], registered: dict) -> list[str]:
+    """`race` in a suite is RACE's fine-tuned evaluation; before the rename (issue 41) it also gave
+    language models GPT-3's zero-shot RACE, now `race_gpt3`. A suite whose `race` would score none of
+    its models but its language models (a suite written before the rename) is refused in one line
+    (SUITE:LINE) before any model is loaded; one that has models `race` scores too gets a warning line
+    for its language models, which show "-" under `race` (none when it lists `race_gpt3`). Returns
+    the warnings. `kinds`: model name -> model_kind; `registered`: the task evaluations."""
+    from megazoo.eval.task_names import RENAMED, renamed_message
+
+    names = {t["name"] for t in suite["tasks"]}
+    lms = [model for model, kind in kinds.items() if kind == "lm"]
+    warnings = []
+    for i, t in enumerate(suite["tasks"]):
+        name = t["name"]
+        if not lms or name not in RENAMED or name not in registered or RENAMED[name][0] in names:
+            continue
+        if not any(kind in registered[name].kinds for kind in kinds.values()):
+            _Checker(Path(suite_path), suite.get("_text", "")).fail(
+                ("tasks", i, "name"), f"tasks[{i}]: {renamed_message(name)}; `{name}` scores checkpoints fine-tuned "
+                                      f"on it, and model {lms[0]} is a language model")
+        warnings.append(f"{suite_path}: tasks[{i}] `{name}` scores checkpoints fine-tuned on it; the language models "
+                        f"({', '.join(lms)}) show \"-\" under it: GPT-3's zero-shot RACE, `{name}` before issue 41, "
+                        f"is `{RENAMED[name][0]}`; list it to score them")
+    return warnings
 
 
 def run_leaderboard(suite_path, progress: bool = True, overwrite: bool = False) -> dict:
@@ -438,12 +469,14 @@ def run_leaderboard(suite_path, progress: bool = True, overwrite: bool = False) 
     suite = load_suite(suite_path)
     check_files(suite_path, suite)  # before any model is loaded
     check_outputs(suite_path, suite, overwrite)
+    kinds = {entry["name"]: model_kind(entry) for entry in suite["models"]}  # reads configs, loads no model
     registered = evaluations()
+    warnings = check_old_names(suite_path, suite, kinds, registered)
     results: dict[str, dict[str, dict]] = {}
     metas: dict[str, dict] = {}
     skipped: list[dict] = []
     for entry in suite["models"]:
-        kind = model_kind(entry)
+        kind = kinds[entry["name"]]
         lm = None  # loaded on the first zero-shot task: an encoder never needs it
         for task in suite["tasks"]:
             ev, why = scorer(task["name"], kind, registered)
@@ -467,7 +500,7 @@ def run_leaderboard(suite_path, progress: bool = True, overwrite: bool = False) 
         metas[entry["name"]] = model_meta(entry, lm)
     version = _version()
     report = {"suite": suite["name"], "results": results, "regressions": [], "skipped": skipped,
-              "models": metas, "megazoo_version": version, "out": suite["out"]}
+              "models": metas, "megazoo_version": version, "out": suite["out"], "warnings": warnings}
     if suite.get("baseline"):
         report["regressions"] = compare(results, suite["baseline_results"], float(suite.get("tolerance", 0.01)))
     table = markdown(results)
@@ -487,8 +520,8 @@ def run_leaderboard(suite_path, progress: bool = True, overwrite: bool = False) 
 
     out = Path(suite["out"])
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "results.json", json.dumps({k: v for k, v in report.items() if k != "table"}, indent=2,
-                                                      sort_keys=True) + "\n")
+    saved = {k: v for k, v in report.items() if k not in ("table", "warnings")}  # those two are printed
+    write_text_atomic(out / "results.json", json.dumps(saved, indent=2, sort_keys=True) + "\n")
     write_text_atomic(out / "results.md", table)
     write_text_atomic(out / "results.csv", lo.csv_text(results, lambda t, m: headline(t, m)[0]))
     write_bytes_atomic(out / "results.png", chart.getvalue())

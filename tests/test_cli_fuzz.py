@@ -96,10 +96,14 @@ def _cases() -> list[tuple[str, ...]]:
         for value in values:
             add(("eval", "task", "lambada", "--data", "{empty_file}", "--checkpoint", "{mz_truncated}", flag, value))
     add(("eval", "task", "lambada", "--data", "{empty_file}", "--checkpoint", "{gen}", "--stride", "8"))
-    add(("eval", "task", "wikitext", "--data", "{empty_file}", "--checkpoint", "{gen}", "--num-fewshot", "2"))
+    add(("eval", "task", "wikitext103_megatron", "--data", "{empty_file}", "--checkpoint", "{gen}",
+         "--num-fewshot", "2"))
+    for old in ("race", "wikitext"):  # renamed (issue 41): one line naming the new name
+        add(("eval", "task", old, "--data", "{empty_file}", "--checkpoint", "{gen}"))
     for data in BAD_FILES:
         add(("eval", "task", "lambada", "--data", data, "--checkpoint", "{gen}"))
-    for task in ("boolq", "piqa", "hellaswag", "winogrande", "race", "anli", "hans", "wic", "wikitext"):
+    for task in ("boolq", "piqa", "hellaswag", "winogrande", "race_gpt3", "anli", "hans", "wic",
+                 "wikitext103_megatron"):
         add(("eval", "task", task, "--data", "{bad_json}", "--checkpoint", "{gen}"))
         add(("eval", "task", task, "--data", "{binary}", "--checkpoint", "{gen}"))
     for model in BAD_MODEL_FOLDERS:

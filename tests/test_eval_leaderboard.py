@@ -35,8 +35,8 @@ def test_compare_flags_drops_beyond_tolerance():
 
 
 def test_markdown_table_lists_headline_metrics():
-    table = markdown({"a": {"lambada": {"acc": 0.25}, "wikitext": {"adjusted_ppl": 31.5}}})
-    assert "| model | lambada (acc) | wikitext (adjusted_ppl) |" in table
+    table = markdown({"a": {"lambada": {"acc": 0.25}, "wikitext103_megatron": {"adjusted_ppl": 31.5}}})
+    assert "| model | lambada (acc) | wikitext103_megatron (adjusted_ppl) |" in table
     assert "| a | 0.2500 | 31.5000 |" in table
 
 

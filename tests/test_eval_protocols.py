@@ -119,10 +119,10 @@ def test_leaderboard_passes_stride_and_writes_it(tmp_path, monkeypatch):
     monkeypatch.setattr(board, "_load_model", lambda entry: CharLM(max_length=48))
     (tmp_path / "unused").mkdir()  # the suite's folders must exist (checked before any model is loaded)
     suite = {"name": "s", "out": "board", "models": [{"name": "fake", "hf": "unused"}],
-             "tasks": [{"name": "wikitext", "path": str(WIKITEXT), "stride": 16}]}
+             "tasks": [{"name": "wikitext103_megatron", "path": str(WIKITEXT), "stride": 16}]}
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
     board.run_leaderboard(tmp_path / "suite.yaml", progress=False)
-    saved = json.loads((tmp_path / "board" / "results.json").read_text())["results"]["fake"]["wikitext"]
+    saved = json.loads((tmp_path / "board" / "results.json").read_text())["results"]["fake"]["wikitext103_megatron"]
     assert saved["stride"] == 16
     assert math.isclose(saved["ppl"], 64.0, rel_tol=1e-6)  # uniform over 64 ids, each target once
 
@@ -158,14 +158,16 @@ def test_lambada_fewshot_requests(monkeypatch):
 
 
 def test_wikitext_refuses_fewshot(capsys):
-    with pytest.raises(ValueError, match="wikitext: few-shot evaluation is not defined"):
-        run_task(CharLM(), "wikitext", WIKITEXT, num_fewshot=1)
+    with pytest.raises(ValueError, match="wikitext103_megatron: few-shot evaluation is not defined"):
+        run_task(CharLM(), "wikitext103_megatron", WIKITEXT, num_fewshot=1)
     from megazoo.cli import main
 
     # the command line says so in one line, before loading any model
-    assert main(["eval", "task", "wikitext", "--data", str(WIKITEXT), "--hf", "no-such-dir", "--num-fewshot", "5"]) == 2
+    assert main(["eval", "task", "wikitext103_megatron", "--data", str(WIKITEXT), "--hf", "no-such-dir",
+                 "--num-fewshot", "5"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and err.startswith("megazoo eval task: error: wikitext: few-shot evaluation is not defined")
+    assert "\n" not in err and err.startswith(
+        "megazoo eval task: error: wikitext103_megatron: few-shot evaluation is not defined")
 
 
 # ---- 3. Non-strict LAMBADA ----------------------------------------------------------------------------
@@ -223,7 +225,7 @@ def test_mt_nlg_preset_is_a_valid_suite():
     assert "arXiv:2201.11990" in path.read_text()  # the source note
     suite = load_suite(path)
     shots = {t["name"]: t["num_fewshot"] for t in suite["tasks"]}
-    assert shots == {"lambada": 15, "boolq": 32, "race": 10, "piqa": 50, "hellaswag": 20, "winogrande": 50,
+    assert shots == {"lambada": 15, "boolq": 32, "race_gpt3": 10, "piqa": 50, "hellaswag": 20, "winogrande": 50,
                      "anli": 50, "wic": 32}
     for t in suite["tasks"]:
         check_task_options(t["name"], t["num_fewshot"], t.get("stride"), t.get("lambada_mode"))

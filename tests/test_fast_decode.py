@@ -1,4 +1,4 @@
-"""Decoding's tuned products (megazoo.core.nn.decode_linear) equal the layers they stand for, are
+"""Decoding's packed products (megazoo.core.nn.decode_linear) equal the layers they stand for, are
 taken only where the rule says, follow weight updates, and leave greedy tokens unchanged."""
 
 import pytest
@@ -22,13 +22,16 @@ def _x(rows, width, seed=0):
 
 
 @pytest.mark.parametrize("rows", [1, 2, 4])
-def test_column_products_equal_the_layer(model, rows):
-    layer = model.layers["0"].attn.qkv
+def test_column_and_row_products_equal_the_layer(model, rows):
+    layer, proj, down = model.layers["0"].attn.qkv, model.layers["0"].attn.proj, model.layers["0"].mlp.fc2
     x = _x(rows, layer.in_features)
     with torch.no_grad():
         torch.testing.assert_close(dl.column_linear(layer, x), layer(x), rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(dl.column_linear(model.head, x), model.head(x), rtol=1e-5, atol=1e-6)
-    assert (layer in dl._COPIES) == (rows == 1), "only one-token products keep an input-major copy"
+        for row in (proj, down):
+            h = _x(rows, row.in_features, seed=1)
+            torch.testing.assert_close(dl.row_linear(row, h), row(h), rtol=1e-5, atol=1e-6)
+    assert all(m in dl._COPIES for m in (layer, model.head, proj, down)), "each keeps one packed copy"
 
 
 @pytest.mark.parametrize("rows", [1, 3])
@@ -47,8 +50,7 @@ def test_only_small_products_without_autograd_on_fp32_cpu(model):
     with torch.no_grad():
         assert dl.applies(_x(4, layer.in_features), layer.weight)
         assert not dl.applies(_x(5, layer.in_features), layer.weight), "5 tokens and up: F.linear"
-        proj = model.layers["0"].attn.proj.weight  # more inputs than outputs: F.linear
-        assert not dl.applies(_x(1, proj.shape[1]), proj)
+        assert not dl.applies(_x(1, layer.in_features).bfloat16(), layer.weight), "dtypes differ: F.linear"
         assert dl.gated_pair(model.layers["0"].mlp, _x(8, layer.in_features)) is None
     with torch.inference_mode():  # no version counter on weights made here: the plain path
         assert not dl.applies(_x(1, layer.in_features), torch.randn(layer.weight.shape))
@@ -69,14 +71,15 @@ def test_device_rule(monkeypatch):
     monkeypatch.delenv("MEGAZOO_DECODE_PRODUCTS", raising=False)
     cpu = torch.device("cpu")
     assert device.decode_products(cpu, torch.float32) == "tuned"
-    assert device.decode_products(cpu, torch.bfloat16) == "plain"
+    assert device.decode_products(cpu, torch.bfloat16) == "tuned"
+    assert device.decode_products(cpu, torch.float16) == "plain"
     assert device.decode_products(torch.device("cuda", 0), torch.float32) == "plain"
     monkeypatch.setenv("MEGAZOO_DECODE_PRODUCTS", "plain")
     assert device.decode_products(cpu, torch.float32) == "plain"
 
 
 def test_greedy_tokens_unchanged(model, monkeypatch):
-    """Batch 1 (input-major copies), batch 3 left-padded (W x^T) and the plain path pick the same tokens."""
+    """Batch 1 and batch 3 left-padded (packed products) and the plain path pick the same tokens."""
     prompts = [[5, 6, 7, 8, 9], [11, 12], [20, 21, 22]]
     tuned = [generate(model, [prompts[0]], 8), generate(model, prompts, 8)]
     monkeypatch.setenv("MEGAZOO_DECODE_PRODUCTS", "plain")

@@ -51,10 +51,10 @@ def test_table_has_headlines_and_an_average_of_the_proportions():
     from megazoo.eval.leaderboard import headline
 
     text = table({"a": {"lambada": {"acc": 0.25}, "hellaswag": {"acc_norm": 0.75, "acc": 0.5},
-                        "wikitext": {"adjusted_ppl": 31.5}}}, headline)
+                        "wikitext103_megatron": {"adjusted_ppl": 31.5}}}, headline)
     head, _, row = text.splitlines()
-    assert head.split() == ["model", "hellaswag", "(acc_norm)", "lambada", "(acc)", "wikitext", "(adjusted_ppl)",
-                            "avg", "(0-1", "headlines)"]
+    assert head.split() == ["model", "hellaswag", "(acc_norm)", "lambada", "(acc)", "wikitext103_megatron",
+                            "(adjusted_ppl)", "avg", "(0-1", "headlines)"]
     assert row.split() == ["a", "0.7500", "0.2500", "31.5000", "0.5000"]  # the perplexity is not averaged
 
 

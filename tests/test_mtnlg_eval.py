@@ -70,7 +70,7 @@ def test_acc_calibrated_subtracts_the_unconditional_score(monkeypatch):
 
 
 def test_race_questions_carry_gpt3_answer_context(tmp_path):
-    questions = multiple_choice.load_questions("race", write_race(tmp_path))
+    questions = multiple_choice.load_questions("race_gpt3", write_race(tmp_path))
     assert len(questions) == 20 and {q.unconditional for q in questions} == {"Answer:"}
     assert all(q.unconditional is None for q in multiple_choice.load_questions(
         "boolq", Path(__file__).parent / "fixtures" / "eval" / "boolq" / "dev.jsonl"))
@@ -133,11 +133,11 @@ def test_race_h_acc_calibrated_on_smollm2_equals_hand_computation(tmp_path, caps
     # `megazoo eval mt-nlg` on the transformers folder, zero-shot column, batched through the harness
     suite = tmp_path / "mt-nlg.yaml"
     suite.write_text(f"models:\n  - {{name: smol, hf: {hf_folder(*smollm2())}}}\n"
-                     f"tasks:\n  - {{name: race, path: {high}}}\n")
+                     f"tasks:\n  - {{name: race_gpt3, path: {high}}}\n")
     out = tmp_path / "cells.json"
     assert main(["eval", "mt-nlg", str(suite), "--columns", "zero", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    cell = json.loads(out.read_text())["results"]["smol"]["race"]["zero"]
+    cell = json.loads(out.read_text())["results"]["smol"]["race_gpt3"]["zero"]
     assert cell["n"] == 20 and cell["num_fewshot"] == 0
     assert cell["acc_calibrated"] == expected["acc_calibrated"] and cell["acc"] == expected["acc"]
     assert f"| RACE-h | acc_calibrated | {expected['acc_calibrated']:.3f} | - |" in printed
@@ -165,7 +165,7 @@ def test_preset_shot_counts_carry_their_source():
 def test_table_is_the_papers_layout():
     cell = {"acc": 0.5, "acc_norm": 0.25, "acc_calibrated": 0.75}
     results = {"m": {"hellaswag": {"zero": cell, "one": cell, "few": {**cell, "num_fewshot": 20}},
-                     "race": {"zero": cell}, "lambada": {"zero": cell}}}
+                     "race_gpt3": {"zero": cell}, "lambada": {"zero": cell}}}
     text = mt_nlg.table(results)
     lines = text.splitlines()
     assert lines[2] == ("| task | metric | zero-shot | one-shot | few-shot | 530B zero-shot | 530B one-shot | "
@@ -185,8 +185,13 @@ DATA = Path(__file__).parent / "fixtures" / "eval"
 
 
 @pytest.mark.parametrize("tasks, columns, message", [
+    ("{name: wikitext103_megatron, path: %s}" % (DATA / "wikitext" / "wiki.test.tokens"), ["zero"],
+     "task 'wikitext103_megatron' is not in the MT-NLG table"),
+    # the old names (issue 41): the new name, and lm-eval's task of the old name through `megazoo eval lm-eval`
+    ("{name: race, path: %s}" % (DATA / "race" / "test" / "high"), ["zero"],
+     "task 'race' is now 'race_gpt3' (GPT-3's RACE protocol"),
     ("{name: wikitext, path: %s}" % (DATA / "wikitext" / "wiki.test.tokens"), ["zero"],
-     "task 'wikitext' is not in the MT-NLG table"),
+     "task 'wikitext' is now 'wikitext103_megatron'"),
     ("{name: boolq, path: %s}" % (DATA / "boolq" / "dev.jsonl"), ["zero", "one"],
      "task boolq has no `fewshot_path`"),
     ("{name: boolq, path: %s, fewshot_path: %s}" % (DATA / "boolq" / "dev.jsonl", DATA / "boolq" / "dev.jsonl"),

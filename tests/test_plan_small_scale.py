@@ -116,6 +116,16 @@ def test_planner_state_bytes_equal_a_measured_cpu_run(tmp_path):
                 assert got["grads"] == 4 * plan.params * (1 + 1 / layout.dp), (name, rank, got)
 
 
+def odd_model(precision: str):
+    """(config, builder, planner shape) of a gpt-tiny with odd sizes (hidden 62, ffn 250, 33 positions), so that
+    small buckets are padded to a multiple of dp = 4 and the ranks own different numbers of elements."""
+    from megazoo.core.train import RunConfig
+    cfg = RunConfig.load("gpt-tiny", ["model.hidden_size=62", "model.num_heads=2", "model.ffn_hidden_size=250",
+                                      "model.vocab_size=300", "model.seq_length=33", f"precision.dtype={precision}"])
+    builder = cfg.validate(1)
+    return cfg, builder, card_shape({"name": "odd", "arch": "gpt", "model": builder.to_dict()})
+
+
 def _optimizer_bytes(chunks, ctx, dtype, bucket: int):
     """(buffers, state bytes, (weights, grads, optimizer) bytes) of megazoo's distributed optimizer on
     `chunks` at `ctx`, after one Adam step has allocated the moments of this rank's fragments."""
@@ -138,13 +148,9 @@ def test_planner_counts_bucket_padding_of_every_dp_rank(precision):
     megazoo's buffers and distributed optimizer for each data-parallel rank (built in one process with
     a stand-in context; only the layout is checked, no collective runs)."""
     from megazoo.core.parallel.context import ParallelContext
-    from megazoo.core.train import RunConfig
 
     dp, bucket = 4, 3000
-    cfg = RunConfig.load("gpt-tiny", ["model.hidden_size=62", "model.num_heads=2", "model.ffn_hidden_size=250",
-                                      "model.vocab_size=300", "model.seq_length=33", f"precision.dtype={precision}"])
-    builder = cfg.validate(1)
-    shape = card_shape({"name": "odd", "arch": "gpt", "model": builder.to_dict()})
+    cfg, builder, shape = odd_model(precision)
     layout = Layout(gpus=dp, seq_length=33, precision=precision, distributed_optimizer=True, bucket_size=bucket)
     owned = set()
     for rank in range(dp):

@@ -143,7 +143,7 @@ def test_eval_task_undecodable_wikitext_names_file_and_line(models, work, capsys
     (work / "wiki.tokens").write_bytes(b" \n = Title = \n \n Some text here .\n more \xff text\n")
     before = digest(work)
     with one_thread():
-        code, err = run(capsys, "eval", "task", "wikitext", "--data", work / "wiki.tokens", "--checkpoint",
+        code, err = run(capsys, "eval", "task", "wikitext103_megatron", "--data", work / "wiki.tokens", "--checkpoint",
                         models["gpt512"])
     assert code == 2 and "wiki.tokens, line 5: not valid UTF-8" in one_line(err, "megazoo eval task")
     assert digest(work) == before

@@ -1,5 +1,6 @@
 """RACE registered with the leaderboard: one suite ranks a RACE fine-tuned checkpoint (an encoder
-with its choice head), a plain encoder and a language model across RACE and a zero-shot task."""
+with its choice head), a plain encoder and a language model across RACE, GPT-3's zero-shot RACE
+(`race_gpt3`, what a language model gets) and a zero-shot task."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from tests.test_task_framework import make_bert
 RACE = Path(__file__).parent / "fixtures" / "race" / "RACE"
 
 
-def test_leaderboard_runs_race_beside_zero_shot_tasks(tmp_path):
+def test_leaderboard_runs_race_beside_zero_shot_tasks(tmp_path, capsys):
+    from megazoo.cli import main
     from megazoo.eval.corpus_tasks import corpus_task_files
     from megazoo.tasks.race.evaluate_stage import evaluate_checkpoint
 
@@ -37,18 +39,29 @@ def test_leaderboard_runs_race_beside_zero_shot_tasks(tmp_path):
              "models": [{"name": "race-ft", "checkpoint": str(ckpt)}, {"name": "encoder", "checkpoint": str(bert)},
                         {"name": "gpt", "hf": "gpt"}],
              "tasks": [{"name": "race", "path": str(RACE), "split": "dev"},
+                       {"name": "race_gpt3", "path": str(RACE / "dev")},
                        {"name": "lambada", "path": str(files["lambada"])}]}
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
     report = run_leaderboard(tmp_path / "suite.yaml", progress=False)
     results = report["results"]
     expected = evaluate_checkpoint(RACE, ckpt, "dev")["accuracy"]
     assert results["race-ft"]["race"]["accuracy"] == expected["overall"]
-    assert results["race-ft"]["race"]["n"] > 0 and "lambada" not in results["race-ft"]
-    assert results["encoder"] == {}  # neither task scores a plain encoder
-    assert "acc" in results["gpt"]["lambada"] and "acc" in results["gpt"]["race"]  # zero-shot RACE
+    assert results["race-ft"]["race"]["n"] > 0 and set(results["race-ft"]) == {"race"}
+    assert results["encoder"] == {}  # no task scores a plain encoder
+    assert set(results["gpt"]) == {"race_gpt3", "lambada"}  # `race` is the fine-tuned evaluation only
+    assert "acc_calibrated" in results["gpt"]["race_gpt3"] and results["gpt"]["race_gpt3"]["n"] == 2
     skipped = {(s["model"], s["task"]) for s in report["skipped"]}
-    assert {("race-ft", "lambada"), ("encoder", "race"), ("encoder", "lambada")} <= skipped
+    assert {("race-ft", "lambada"), ("race-ft", "race_gpt3"), ("encoder", "race"), ("gpt", "race")} <= skipped
     table = markdown(results)
-    assert "race (accuracy)" in table and "| encoder | - | - |" in table
+    assert "race (accuracy)" in table and "race_gpt3 (acc)" in table and "| encoder | - | - | - |" in table
     saved = json.loads((tmp_path / "board" / "results.json").read_text())
     assert saved["results"]["race-ft"]["race"]["accuracy"] == expected["overall"]
+
+    # without race_gpt3 (a suite from before the rename): the language model shows "-", in a warning line
+    suite["tasks"], suite["out"] = suite["tasks"][:1], "board2"
+    (tmp_path / "suite2.yaml").write_text(yaml.safe_dump(suite))
+    assert main(["eval", "leaderboard", str(tmp_path / "suite2.yaml")]) == 0
+    warnings = [ln for ln in capsys.readouterr().err.splitlines() if "warning" in ln]
+    assert len(warnings) == 1 and warnings[0].startswith("megazoo eval leaderboard: warning: ")
+    assert "(gpt)" in warnings[0] and "`race_gpt3`" in warnings[0]
+    assert json.loads((tmp_path / "board2" / "results.json").read_text())["results"]["gpt"] == {}

@@ -43,7 +43,7 @@ def test_overrides_are_typed_and_repeatable():
     ("train.steps=abc", "train.steps must be int, got 'abc' (str)"),
     ("parallel.sp=maybe", "parallel.sp must be bool, got 'maybe' (str)"),
     ("model.num_layers=2.5", "model.num_layers must be int, got 2.5 (float)"),
-    ("precision.dtype=fp8", "precision.dtype must be one of fp32, bf16, fp16, got 'fp8'"),
+    ("precision.dtype=fp8", "precision.dtype must be one of fp32, bf16, fp16, auto, got 'fp8'"),
     ("recompute=some", "recompute must be one of none, selective, full, got 'some'"),
     ("model.arch=gtp", "model.arch='gtp' is not a known architecture; did you mean `gpt`?"),
     ("model.recompute=full", "set the top-level key `recompute`"),

@@ -52,8 +52,11 @@ def run_case(cfg: RunConfig) -> dict:
     trainer = Trainer(cfg)
     try:
         summary = trainer.fit()
-        (model,) = trainer.chunks
-        params = full_state(model, trainer.ctx)
+        params = {}
+        for model in trainer.chunks:  # interleaved pipelining: several chunks (stored names are global)
+            for name, value in full_state(model, trainer.ctx).items():
+                assert name not in params, f"{name} in two chunks"
+                params[name] = value
     finally:
         trainer.close()
     return {"losses": summary["losses"], "params": {k: v.float() for k, v in params.items()},

@@ -2,7 +2,10 @@
 
 MODEL is a model card (`megazoo zoo list`) or a card YAML path; --num-layers, --hidden-size, ...
 override the card's sizes, and --num-experts (--top-k, --moe-every, ...) makes it a mixture of
-experts. --cp and --ep set context and expert parallelism (with --search, lists to try: --cp 1,2,4). `--search` ranks every feasible layout; `--dry-run` builds the real
+experts. --cp and --ep set context and expert parallelism (with --search, lists to try: --cp 1,2,4).
+--shard optimizer|grads|full (ZeRO-1/2/3) and --optimizer-offload cpu plan sharding over the
+data-parallel ranks (core/plan/zero.py). `--search` ranks every feasible layout, the sharding mode
+included; `--dry-run` builds the real
 megazoo model of one rank on the meta device under torch's fake process group and checks its
 parameters against the planner's. `megazoo plan --validate` prints the planner against every
 published run of core/plan/published.py: each row's residual in step time and TFLOP/s, its source
@@ -79,6 +82,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq-length", type=int_in(1, 1 << 24), default=None, help="tokens per sequence (default: the card's)")
     parser.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
     parser.add_argument("--distributed-optimizer", action="store_true", help="shard optimizer states over dp (ZeRO-1)")
+    parser.add_argument("--shard", default=None, metavar="{none,optimizer,grads,full}",
+                        help="what the data-parallel ranks shard (parallel.shard): optimizer states (ZeRO-1, as "
+                             "--distributed-optimizer), also gradients (grads, ZeRO-2), also weights (full, ZeRO-3); "
+                             "with --search only this mode (default: every mode is tried)")
+    parser.add_argument("--no-shard-prefetch", dest="shard_prefetch", action="store_false",
+                        help="ZeRO-3 gathers each unit's weights only when it is needed (default: the next unit's "
+                             "gather runs under the current one's compute)")
+    parser.add_argument("--optimizer-offload", default=None, metavar="cpu",
+                        help="keep fp32 main weights and Adam in host memory and step there (train.optimizer_offload)")
     parser.add_argument("--sp", dest="sp", action="store_true", default=None, help="sequence parallelism (default: on when tp > 1)")
     parser.add_argument("--no-sp", dest="sp", action="store_false")
     parser.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16")
@@ -148,7 +160,8 @@ def build_layout(args: argparse.Namespace):
     return Layout(gpus=args.gpus, tp=args.tp, pp=args.pp, vpp=args.vpp, cp=args.cp[0], ep=args.ep[0],
                   cp_overlap=args.cp_overlap, micro_batch=args.micro_batch,
                   global_batch=args.global_batch, seq_length=args.seq_length, sp=args.sp, recompute=args.recompute,
-                  distributed_optimizer=args.distributed_optimizer, precision=args.precision,
+                  distributed_optimizer=args.distributed_optimizer, shard=args.shard,
+                  shard_prefetch=args.shard_prefetch, optimizer_offload=args.optimizer_offload, precision=args.precision,
                   gpus_per_node=args.gpus_per_node, nvlink_gb_s=args.nvlink_gb_s, network_gb_s=args.network_gb_s,
                   flash_attention=args.flash_attention, scatter_gather=args.scatter_gather,
                   pipeline_engine=args.pipeline_engine, overlap_grad_reduce=args.overlap_grad_reduce, overlap_param_gather=args.overlap_param_gather,
@@ -267,7 +280,7 @@ def print_plan(p) -> None:
           + (f" (vpp {lay['vpp']})" if lay["vpp"] > 1 else "") + f" x dp {p.dp}{ep}; micro-batch {lay['micro_batch']}, "
           f"global batch {lay['global_batch']} ({p.num_micro_batches} micro-batches per replica), seq {lay['seq_length']}; "
           f"sp {'on' if lay['sp'] else 'off'}, recompute {lay['recompute']}, "
-          f"distributed optimizer {'on' if lay['distributed_optimizer'] else 'off'}, {lay['precision']}")
+          f"sharding {SHARD_WORDS[lay['shard']]}, {lay['precision']}")
     active = f", {p.params_active:,} active per token" if p.params_active != p.params_total else ""
     print(f"parameters: {p.params_total:,} in all{active}, {p.params_per_gpu:,} on the largest GPU")
     if lay["cp"] > 1:
@@ -276,6 +289,7 @@ def print_plan(p) -> None:
     mem = p.memory_breakdown_gb
     print(f"memory per GPU: {p.memory_gb_per_gpu:.1f} GiB of {p.gpu_memory_gb:.0f} GiB -> "
           f"{'fits' if p.fits else 'DOES NOT FIT'} (" + ", ".join(f"{k} {v:.1f}" for k, v in mem.items()) + ")")
+    print_sharding(p)
     print(f"FLOPs per iteration: {p.flops_per_iteration:.4g}; pipeline bubble (p-1)/(v*m): {p.bubble_fraction:.1%}")
     tb = p.time_breakdown_s
     print(f"step time: {p.step_time_s:.3g} s (" + ", ".join(f"{k} {v:.3g}" for k, v in tb.items()) + ")")
@@ -287,6 +301,32 @@ def print_plan(p) -> None:
         print("pipeline sends carry the whole activation (no scatter/gather, as DeepSpeed's pipeline)")
     for w in p.warnings:
         print(f"warning: {w}")
+
+
+SHARD_WORDS = {"none": "none (replicated)", "optimizer": "ZeRO-1 (optimizer states)",
+               "grads": "ZeRO-2 (optimizer states, gradients)", "full": "ZeRO-3 (optimizer states, gradients, weights)"}
+
+
+def print_sharding(p) -> None:
+    """The data-parallel traffic per step and how much of it is exposed; ZeRO-3's gathered units;
+    offload's host memory."""
+    lay = p.layout
+    if p.dp_comm_s:
+        exposed = p.time_breakdown_s["dp_comm"]
+        what = {"none": "all-reduce of the gradients", "optimizer": "reduce-scatter of the gradients, all-gather "
+                "of the weights", "grads": "reduce-scatter of each micro-batch's gradients, all-gather of the weights",
+                "full": "all-gather of the weights in each micro-batch's forward and backward, reduce-scatter of its "
+                "gradients"}[lay["shard"]]
+        prefetch = f"; prefetch {'on' if lay['shard_prefetch'] else 'off'}" if lay["shard"] == "full" else ""
+        print(f"data-parallel traffic: {p.dp_traffic_gb:.3g} GiB per GPU per step ({what}), {p.dp_comm_s:.3g} s, "
+              f"{exposed:.3g} s exposed ({1 - exposed / p.dp_comm_s:.0%} under compute{prefetch})")
+    if lay["shard"] == "full":
+        print(f"ZeRO-3 gathered weights: {p.memory_breakdown_gb['gathered']:.2f} GiB (the root units, kept all step, "
+              "and the largest layer" + (", twice: the next one is prefetched)" if lay["shard_prefetch"] else ")"))
+    if lay["optimizer_offload"]:
+        print(f"optimizer offload ({lay['optimizer_offload']}): fp32 main weights, Adam and the gradient shard in host "
+              f"memory, {p.host_memory_gb_per_gpu:.1f} GiB per GPU; the step runs on the host (optimizer "
+              f"{p.time_breakdown_s['optimizer']:.3g} s)")
 
 
 # ------------------------------------------------------------------------------------------ validate
@@ -432,7 +472,8 @@ def plot(path: str, plans: list, title: str) -> None:
     else:
         labels = [f"tp{p.layout['tp']} pp{p.layout['pp']}" + (f" v{p.layout['vpp']}" if p.layout["vpp"] > 1 else "")
                   + (f" cp{p.layout['cp']}" if p.layout["cp"] > 1 else "")
-                  + (f" ep{p.layout['ep']}" if p.layout["ep"] > 1 else "") for p in plans]
+                  + (f" ep{p.layout['ep']}" if p.layout["ep"] > 1 else "")
+                  + (f" {p.layout['shard']}" if p.layout["shard"] in ("grads", "full") else "") for p in plans]
         ax1.barh(labels[::-1], [p.tflops_per_gpu for p in plans][::-1], color="tab:green")
         ax1.set_xlabel("predicted model TFLOP/s per GPU")
         ax2.barh(labels[::-1], [p.memory_gb_per_gpu for p in plans][::-1], color="tab:blue")
@@ -480,6 +521,7 @@ def run(args: argparse.Namespace) -> int:
     from megazoo.core.plan.planner import plan
     from megazoo.core.plan.search import search
     from megazoo.core.plan.shapes import PlanError
+    from megazoo.core.plan.zero import check_mode
     from megazoo.zoo.cards import CardError, load_card
 
     if args.validate:
@@ -494,6 +536,9 @@ def run(args: argparse.Namespace) -> int:
                                 "or add --search to rank them")
         if args.plot:
             check_plot_path(args.plot)
+        check_mode(args.shard or "none", args.optimizer_offload, names=("--shard", "--optimizer-offload"))
+        if args.distributed_optimizer and args.shard not in (None, "optimizer"):
+            raise PlanError(f"--distributed-optimizer is --shard optimizer (ZeRO-1); drop it to plan --shard {args.shard}")
         train_flags = [f for f, on in (("--train-tokens", args.train_tokens), ("--rampup-batch-size", args.rampup_batch_size),
                                        ("--lr-warmup-tokens", args.lr_warmup_tokens),
                                        ("--lr-decay-tokens", args.lr_decay_tokens)) if on]
@@ -505,7 +550,9 @@ def run(args: argparse.Namespace) -> int:
         shape = build_shape(card, args)
         layout = build_layout(args)
         if args.search:
-            plans = search(shape, layout, args.gpu, flops_convention=args.flops_convention, cps=args.cp, eps=args.ep)
+            shards = {"shards": (args.shard,)} if args.shard else {}
+            plans = search(shape, layout, args.gpu, flops_convention=args.flops_convention, cps=args.cp, eps=args.ep,
+                           **shards)
             if not plans:
                 raise PlanError(f"no layout of {args.gpus} GPUs fits {card['name']} on {args.gpu}; add GPUs, "
                                 "or a larger global batch that more data-parallel replicas can share")
@@ -515,13 +562,13 @@ def run(args: argparse.Namespace) -> int:
             else:
                 wide = args.cp != (1,) or args.ep != (1,) or shape.moe  # cp / ep columns when they are in play
                 extra = f" {'cp':>3} {'ep':>3}" if wide else ""
-                print(f"{'rank':>4} {'tp':>3} {'pp':>4} {'vpp':>3}{extra} {'dp':>5} {'mb':>3} {'recompute':>9} {'dist-opt':>8} "
+                print(f"{'rank':>4} {'tp':>3} {'pp':>4} {'vpp':>3}{extra} {'dp':>5} {'mb':>3} {'recompute':>9} {'shard':>9} "
                       f"{'GiB':>6} {'step s':>8} {'tokens/s':>10} {'TFLOP/s':>8} {'MFU':>6}   (TFLOP/s: {args.flops_convention} FLOPs)")
                 for i, p in enumerate(plans, 1):
                     lay = p.layout
                     extra = f" {lay['cp']:>3} {lay['ep']:>3}" if wide else ""
                     print(f"{i:>4} {lay['tp']:>3} {lay['pp']:>4} {lay['vpp']:>3}{extra} {p.dp:>5} {lay['micro_batch']:>3} "
-                          f"{lay['recompute']:>9} {'on' if lay['distributed_optimizer'] else 'off':>8} "
+                          f"{lay['recompute']:>9} {lay['shard']:>9} "
                           f"{p.memory_gb_per_gpu:>6.1f} {p.step_time_s:>8.3g} {p.tokens_per_s:>10.4g} {p.tflops_per_gpu:>8.1f} {p.mfu:>6.1%}")
             if args.plot:
                 plot(args.plot, plans, f"{card['name']} on {args.gpus} x {args.gpu}: best layouts")

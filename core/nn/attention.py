@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from megazoo.core.nn.config import TransformerConfig
-from megazoo.core.nn.decode_linear import column_linear
+from megazoo.core.nn.decode_linear import column_linear, row_linear
 from megazoo.core.nn.fast_attention import fast_attention
 from megazoo.core.nn.recompute import checkpoint
 from megazoo.core.nn.rope import apply_rope
@@ -128,4 +128,4 @@ class Attention(nn.Module):
         else:
             out = self.core(q, k, v, mask, is_causal, generator)
         out = out.permute(2, 0, 1, 3).reshape(s, b, self.heads_local * self.d)
-        return self.proj(out)
+        return row_linear(self.proj, out)  # decoding: a packed product

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from megazoo.core.nn.config import TransformerConfig
-from megazoo.core.nn.decode_linear import column_linear, gated_pair
+from megazoo.core.nn.decode_linear import column_linear, gated_pair, row_linear
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.layers import ColumnParallelLinear, RowParallelLinear
 
@@ -40,4 +40,4 @@ class MLP(nn.Module):
             hidden = F.gelu(up)
         else:
             hidden = F.relu(up)
-        return self.fc2(hidden)
+        return row_linear(self.fc2, hidden)  # decoding: a packed product

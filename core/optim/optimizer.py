@@ -14,6 +14,11 @@ gradients are reduce-scattered into it, and the updated slices are all-gathered 
 The update itself is torch's AdamW (fused where available, else foreach) over per-parameter
 "fragments": the part of each parameter inside this rank's slice, as views of the flat buffers.
 
+ZeRO-2 and ZeRO-3 (`shard="grads"`/`"full"`, see GradBuffers and weight_shards): the gradients,
+and with "full" the model's weights too, are held as this rank's slices between uses; the
+fragments below then point into those slices, and the checkpoint's model entries are the slices
+(`sharded_model_state`), so a checkpoint never needs the whole model on one rank.
+
 Frozen parameters (requires_grad=False, see megazoo.core.train.trainable) are left out of all of
 it: no gradient buffer, no main copy, no Adam state, no weight decay. They are only cast to the
 compute dtype once, here, and never written again, so they stay bit-equal through training.
@@ -25,6 +30,7 @@ The optimizer owns its state and the gradient synchronisation: the trainer calls
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -33,7 +39,8 @@ import torch.distributed as dist
 from torch import nn
 
 from megazoo.core.checkpoint.spec import Sharded, copy_state, flat_param_spec, named_parameters
-from megazoo.core.optim.buffers import GradBuffers
+from megazoo.core.optim.buffers import GradBuffers, owned_part
+from megazoo.core.optim.weight_shards import find_units
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.pipeline.grads import finalize_grads
 
@@ -48,6 +55,9 @@ class AdamWSettings:
     distributed: bool = False
     bucket_size: int = 10_000_000
     overlap_grad_reduce: bool = True
+    shard: str = ""  # none | optimizer | grads | full (ZeRO-1/2/3); "": optimizer when distributed, else none
+    shard_prefetch: bool = True  # shard="full": gather the next layer while this one computes
+    offload: str = "none"  # cpu: fp32 main weights and Adam state in host memory, the update there
 
 
 @dataclass
@@ -101,15 +111,24 @@ class MixedPrecisionOptimizer:
         for p in frozen.values():
             if p.dtype != dtype and p.is_floating_point():
                 p.data = p.data.to(dtype)
-        self.buffers = GradBuffers(params, dtype, ctx, settings.distributed, settings.bucket_size,
-                                   settings.overlap_grad_reduce)
+        shard = settings.shard or ("optimizer" if settings.distributed else "none")
+        self.buffers = GradBuffers(params, dtype, ctx, shard != "none", settings.bucket_size,
+                                   settings.overlap_grad_reduce, shard=shard,
+                                   units=find_units(chunks) if shard == "full" else None,
+                                   prefetch=settings.shard_prefetch)
         buf = self.buffers
+        self.shard = shard
         self.sharded = buf.grad_shard is not buf.main_grad
-        # this rank's main parameters, laid out like grad_shard
-        if dtype == torch.float32:
+        # this rank's main parameters, laid out like grad_shard; with offload in host memory, where the
+        # reduced gradients are copied each step (`host_grads`) and Adam updates them
+        self.offload = settings.offload == "cpu"
+        main_device = torch.device("cpu") if self.offload else ctx.device
+        self.host_grads = (torch.zeros(buf.grad_shard.numel(), dtype=torch.float32, device=main_device)
+                           if self.offload else None)
+        if dtype == torch.float32 and not self.offload:
             self.main_shard = None  # updated in place inside param_data
         else:
-            self.main_shard = torch.zeros(buf.grad_shard.numel(), dtype=torch.float32, device=ctx.device)
+            self.main_shard = torch.zeros(buf.grad_shard.numel(), dtype=torch.float32, device=main_device)
             for b in buf.buckets:
                 a, e = buf.owned_range(b)
                 o = buf.shard_offset(b)
@@ -122,16 +141,16 @@ class MixedPrecisionOptimizer:
             o = buf.shard_offset(b)
             for p in b.params:
                 pa = buf.offset[p]
-                lo, hi = max(pa, own_a), min(pa + p.numel(), own_e)
-                if lo >= hi:
+                lo, hi = owned_part(pa, p.numel(), own_a, own_e)
+                if lo == hi:
                     continue
                 s0, s1 = o + lo - own_a, o + hi - own_a
                 if self.main_shard is None:
-                    main_view = buf.param_data[lo:hi]
+                    main_view = buf.owned_weights(b)[lo - own_a:hi - own_a]
                 else:
                     main_view = self.main_shard[s0:s1]
                 main = nn.Parameter(main_view)  # shares storage with the flat buffer
-                grad = buf.grad_shard[s0:s1]
+                grad = (self.host_grads if self.offload else buf.grad_shard)[s0:s1]
                 main.grad = grad
                 self.fragments.append(Fragment(p, lo - pa, hi - pa, main, grad, id(p) not in copies))
         # one group per (decayed?, lr_scale): a parameter's `lr_scale` attribute (default 1) scales the
@@ -171,6 +190,10 @@ class MixedPrecisionOptimizer:
 
     @property
     def owned_grads(self) -> torch.Tensor:
+        """This rank's reduced gradients where the update reads them (in host memory with offload)."""
+        if self.offload:
+            self.host_grads.copy_(self.buffers.grad_shard)
+            return self.host_grads
         return self.buffers.grad_shard
 
     def _world_reduce(self, value: torch.Tensor, op=dist.ReduceOp.SUM, model_parallel_only: bool = False) -> torch.Tensor:
@@ -194,7 +217,7 @@ class MixedPrecisionOptimizer:
             if grads:
                 norms = torch._foreach_norm(grads)
                 total = torch.stack([n.float() for n in norms]).pow(2).sum()
-            parts.append(total)
+            parts.append(total.to(self.ctx.device))  # offload: computed in host memory
         dense, expert = parts
         if not self.sharded and self.ctx.ep > 1:
             dist.all_reduce(expert, group=self.ctx.ep_group)
@@ -240,8 +263,29 @@ class MixedPrecisionOptimizer:
             for b in buf.buckets:
                 a, e = buf.owned_range(b)
                 o = buf.shard_offset(b)
-                buf.param_data[a:e].copy_(self.main_shard[o:o + (e - a)])
+                buf.owned_weights(b).copy_(self.main_shard[o:o + (e - a)])
         buf.all_gather_params()
+
+    def gathered(self):
+        """A context in which the whole model is present on every rank (shard="full" gathers it,
+        collectively; otherwise it always is)."""
+        weights = self.buffers.weights
+        return weights.gathered() if weights is not None else contextlib.nullcontext()
+
+    def unshard(self) -> None:
+        """The run is over: shard="full" gathers the whole model for good (a no-op otherwise)."""
+        if self.buffers.weights is not None:
+            self.buffers.weights.unshard()
+
+    def sharded_model_state(self) -> dict:
+        """shard="full": the checkpoint entries of the trained parameters, as this rank's slices of
+        them (stored name -> Sharded with a flat range); {} otherwise (the model state is the
+        parameters themselves)."""
+        weights = self.buffers.weights
+        if weights is None:
+            return {}
+        names = {id(p): name for name, p in named_parameters(self.chunks).items()}
+        return weights.checkpoint_state(names, self.ctx)
 
     # ----------------------------------------------------------------------------------------
     def state_bytes(self) -> dict[str, int]:
@@ -281,7 +325,7 @@ class MixedPrecisionOptimizer:
             steps.add(int(state["step"].item()))
             exp_avg[name] = Sharded(state["exp_avg"], spec)
             exp_avg_sq[name] = Sharded(state["exp_avg_sq"], spec)
-            if self.main_shard is not None:
+            if self.main_shard is not None and self.dtype != torch.float32:  # fp32: the model is the main copy
                 main[name] = Sharded(f.main.detach(), spec)
         if len(steps) > 1:  # every fragment takes every step together; anything else is a bug
             raise RuntimeError(f"optimizer fragments disagree on the Adam step count: {sorted(steps)}")
@@ -296,6 +340,12 @@ class MixedPrecisionOptimizer:
         filled this optimizer's own views), the Adam step, then the model's weights from the main
         weights, as after a step."""
         copy_state(self.sharded_state_dict(), state)
+        if self.offload and self.dtype == torch.float32:  # the host copy takes the loaded fp32 model
+            buf = self.buffers
+            for b in buf.buckets:
+                a, e = buf.owned_range(b)
+                o = buf.shard_offset(b)
+                self.main_shard[o:o + (e - a)].copy_(buf.owned_weights(b))
         step = float(int(state["step"]))
         for f in self.fragments:
             self._adam_state(f)["step"].fill_(step)

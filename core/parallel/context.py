@@ -28,6 +28,9 @@ import torch.distributed as dist
 from megazoo.core.parallel.device import pick_backend, pick_device
 
 
+SHARD_MODES = ("none", "optimizer", "grads", "full")  # parallel.shard (core/optim/buffers.py uses the same)
+
+
 class ParallelConfigError(ValueError):
     """A parallel layout that cannot work, with the numbers that make it so."""
 
@@ -42,6 +45,10 @@ class ParallelConfig:
     sp: bool = False  # sequence parallelism inside the tp group
     cp: int = 1  # context parallelism: the sequence split over cp ranks (ring attention)
     ep: int = 1  # expert parallelism: MoE experts split over ep of the data-parallel ranks
+    # what data parallelism shards (ZeRO's stages): none | optimizer (ZeRO-1, as optim.distributed=true)
+    # | grads (ZeRO-2: and the gradients) | full (ZeRO-3: and the weights, gathered layer by layer)
+    shard: str = "none"
+    shard_prefetch: bool = True  # shard=full: gather the next layer's weights while this one computes
 
     def validate(self, world_size: int) -> int:
         """Check the degrees against `world_size` and return dp; raise ParallelConfigError."""
@@ -66,6 +73,9 @@ class ParallelConfig:
                 "parallel.sp=true needs parallel.tp > 1: sequence parallelism splits the sequence "
                 "across the tensor-parallel group, which has one rank here; set parallel.sp=false"
             )
+        if self.shard not in SHARD_MODES:
+            raise ParallelConfigError(f"parallel.shard must be one of {', '.join(SHARD_MODES)}, got {self.shard!r} "
+                                      f"(optimizer: ZeRO-1, grads: ZeRO-2, full: ZeRO-3)")
         if self.vpp > 1 and self.pp == 1:
             raise ParallelConfigError("parallel.vpp > 1 needs parallel.pp > 1 (interleaving needs a pipeline)")
         return dp

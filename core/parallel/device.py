@@ -78,18 +78,16 @@ def attention_kernel(device: torch.device, dtype: torch.dtype, queries: int = 0,
 
 
 def decode_products(device: torch.device, dtype: torch.dtype) -> str:
-    """How decoding's products of 1-4 tokens with the weights of layers with more outputs than
-    inputs run (megazoo.core.nn.decode_linear): "tuned" or "plain" (F.linear as in training).
-    Measured on a CPU in fp32 (1 thread, SmolLM2-135M shapes, weights not in cache): one token
-    through a cached input-major [in, out] copy took 0.53-0.80x F.linear's time (output head
-    5.1 against 9.6 ms), and 2-4 tokens as the product W x^T (weights as stored) 0.2-0.7x
-    (F.linear's small-batch GEMM is slower there than its matrix-vector product). In bf16 the
-    copy gained at most 5% on the layers and lost 40% on the head, so bf16 stays plain; GPUs stay
-    plain (not measured). MEGAZOO_DECODE_PRODUCTS=plain or tuned overrides the rule."""
+    """How decoding's products of 1-4 tokens run (megazoo.core.nn.decode_linear): "tuned" (weights
+    packed by oneDNN for a few rows) or "plain" (F.linear as in training). Measured on a CPU (1
+    thread, SmolLM2-135M shapes, weights not in cache), all products of a decode step: fp32 18.6 ms
+    packed against 25.5 ms before (a cached input-major copy for one token, W x^T for 2-4) and
+    34-36 ms through F.linear; bf16 10.6-11.8 ms packed against 20 ms. GPUs stay plain (not
+    measured). MEGAZOO_DECODE_PRODUCTS=plain or tuned overrides the rule."""
     forced = os.environ.get("MEGAZOO_DECODE_PRODUCTS", "auto")
     if forced in ("plain", "tuned"):
         return forced
-    return "tuned" if device.type == "cpu" and dtype == torch.float32 else "plain"
+    return "tuned" if device.type == "cpu" and dtype in (torch.float32, torch.bfloat16) else "plain"
 
 
 # glibc mallopt parameters (malloc.h)

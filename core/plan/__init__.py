@@ -12,9 +12,11 @@ from megazoo.core.plan.planner import Plan, plan
 from megazoo.core.plan.search import search
 from megazoo.core.plan.shapes import GPU, Efficiency, Layout, ModelShape, PlanError
 from megazoo.core.plan.traits import ArchTraits, arch_traits
+from megazoo.core.plan.zero import SHARD_MODES, zero_bytes_per_param, zero_traffic_per_param
 
 __all__ = [
     "DEFAULT_EFFICIENCY", "GPU", "GPUS", "active_params", "ArchTraits", "arch_traits", "Efficiency", "Layout",
     "ModelShape", "Plan", "PlanError", "check_layout", "flops_per_token", "get_gpu", "model_flops", "narayanan_flops",
-    "padded_vocab", "plan", "search", "stage_params", "stage_shapes", "total_params",
+    "padded_vocab", "plan", "search", "SHARD_MODES", "stage_params", "stage_shapes", "total_params",
+    "zero_bytes_per_param", "zero_traffic_per_param",
 ]

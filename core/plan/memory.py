@@ -10,11 +10,13 @@ GQA, SwiGLU, f != 4h, no-dropout and fused (flash) attention follow from the sam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
-from megazoo.core.plan.params import shape_vocab, stage_layers, stage_moe_layers, stage_params, stage_shapes
+from megazoo.core.plan.params import (embedding_shapes, expert_shapes, head_shapes, layer_shapes, shape_vocab,
+                                      stage_layers, stage_moe_layers, stage_params, stage_shapes)
 from megazoo.core.plan.shapes import Layout, ModelShape
+from megazoo.core.plan.zero import state_parts
 
 GIB = float(2**30)
 
@@ -31,10 +33,12 @@ class StageMemory:
     activations: int
     overhead: int
     inflight_micro_batches: int
+    gathered: int = 0  # ZeRO-3: the whole weights of the unit(s) in use, gathered from the shards
+    host: int = 0  # optimizer offload: bytes in host memory (not on the GPU, not in total)
 
     @property
     def total(self) -> int:
-        return self.weights + self.grads + self.optimizer + self.activations + self.overhead
+        return self.weights + self.gathered + self.grads + self.optimizer + self.activations + self.overhead
 
 
 def state_bytes(params: int, precision: str, distributed_optimizer: bool, dp: int) -> tuple[int, int, int]:
@@ -50,29 +54,70 @@ def state_bytes(params: int, precision: str, distributed_optimizer: bool, dp: in
     return weights, grads, opt_per * shard
 
 
-def grad_buckets(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[int, int, int, bool]]:
-    """(elements, padded elements, shards, expert) of each gradient bucket of pipeline rank `stage`, laid out
-    as megazoo's GradBuffers does (core/optim/buffers.py): parameters in reverse model order, first
-    the dense ones, then the MoE experts' in buckets of their own, then the tied embedding copies
-    (pp > 1) in a separate last bucket; a bucket is closed once it holds at least `layout.bucket_size`
-    elements and padded to a multiple of its shard count (with the distributed optimizer: dp x cp for
-    dense buckets, the expert-dp size dp x cp / ep for expert buckets; else 1). The order within the
-    model follows stage_shapes, except that GPT's learned positions come before the word embedding,
-    as in the real module."""
-    shapes = stage_shapes(shape, layout, stage, experts=False if shape.moe else None)
-    experts = stage_shapes(shape, layout, stage, experts=True) if shape.moe else []
+def _split_late(shape: ModelShape, layout: Layout, dense: list, first: bool, last: bool) -> tuple[list, list]:
+    """(dense, late): the tied embedding copies (pp > 1) leave `dense` for a late bucket of their own
+    (the word embedding, first in the first unit of stage 0; the output layer, last in the unit
+    holding the head); GPT's learned positions are registered before the word embedding."""
     late: list[tuple[int, ...]] = []
     if shape.tie_embeddings and layout.pp > 1 and shape.traits.pipeline_parallel:
-        if stage == 0:
-            late.append(shapes.pop(0))  # the word embedding
-        if stage == layout.pp - 1:
-            late.append(shapes.pop())  # the last stage's copy of it (the output layer)
-    if stage == 0 and shape.traits.position_table_first and shape.position == "learned" and not late and shapes:
-        shapes[0], shapes[1] = shapes[1], shapes[0]  # pos_embed is registered before embed.weight
-    dense = layout.dp_cp if layout.distributed_optimizer else 1
-    expert = layout.expert_dp if layout.distributed_optimizer else 1
+        if first:
+            late.append(dense.pop(0))  # the word embedding
+        if last:
+            late.append(dense.pop())  # the last stage's copy of it (the output layer)
+    if first and shape.traits.position_table_first and shape.position == "learned" and not late and len(dense) > 1:
+        dense[0], dense[1] = dense[1], dense[0]  # pos_embed is registered before embed.weight
+    return dense, late
+
+
+def grad_units(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[list, list, list]]:
+    """(dense, expert, late) parameter shapes of each unit of pipeline rank `stage`, in model order.
+    ZeRO-3 (shard full) cuts buckets per unit, the units it gathers: per model chunk, what it holds
+    outside its layers (the embedding on the first chunk, the final norm and output layer on the
+    last: one unit, empty in a middle chunk), then each transformer layer (T5: its encoder's, then its
+    decoder's), as core/optim/weight_shards.find_units; otherwise the whole stage is one unit."""
+    moe, t, p = shape.moe, layout.tp, layout.pp
+    if layout.sharding != "full":
+        dense, late = _split_late(shape, layout, stage_shapes(shape, layout, stage, experts=False if moe else None),
+                                  stage == 0, stage == p - 1)
+        return [(dense, stage_shapes(shape, layout, stage, experts=True) if moe else [], late)]
+    seq = layout.seq_length or shape.seq_length
+    chunks = stage_layers(shape, layout, stage)
+    out: list[tuple[list, list, list]] = []
+    for c, (start, stop) in enumerate(chunks):
+        first, last = stage == 0 and c == 0, stage == p - 1 and c == len(chunks) - 1
+        outside = embedding_shapes(shape, t, seq) if first else []
+        if shape.position == "relative" and first:
+            outside.append((shape.relative_buckets, shape.num_heads // t))
+        if shape.traits.encoder_decoder:
+            outside.append((shape.relative_buckets, shape.num_heads // t))  # the decoder's table
+        outside += head_shapes(shape, t, p) if last else []
+        kept, late = _split_late(shape, layout, outside, first, last)
+        out.append((kept, [], late))  # the chunk's root unit (empty in a middle chunk)
+        for i in range(start, stop):
+            expert = shape.is_moe_layer(i)
+            out.append((layer_shapes(shape, t, moe=expert, ep=0),
+                        expert_shapes(shape, t, layout.ep) if expert else [], []))
+    if shape.traits.encoder_decoder:
+        out += [(layer_shapes(shape, t, decoder=True), [], [])] * shape.num_decoder_layers
+    return out
+
+
+def grad_buckets(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[int, int, int, bool]]:
+    """(elements, padded elements, shards, expert) of each gradient bucket of pipeline rank `stage`, laid out
+    as megazoo's GradBuffers does (core/optim/buffers.py): parameters in reverse model order, unit by
+    unit from the last (grad_units; one unit unless ZeRO-3), first the dense ones, then the MoE
+    experts' in buckets of their own; the tied embedding copies (pp > 1) in separate buckets after
+    all others; a bucket is closed once it holds at least `layout.bucket_size` elements or at the
+    end of its kind and padded to a multiple of its shard count (sharded, ZeRO-1/2/3: dp x cp for
+    dense buckets, the expert-dp size dp x cp / ep for expert buckets; else 1)."""
+    dense = layout.dp_cp if layout.sharded else 1
+    expert = layout.expert_dp if layout.sharded else 1
+    kinds = [kind for unit_dense, unit_experts, late in reversed(grad_units(shape, layout, stage))
+             for kind in ((unit_dense, dense, False, False), (unit_experts, expert, True, False),
+                          (late, dense, False, True))]
+    kinds.sort(key=lambda k: k[3])  # the late buckets last (stable)
     out: list[tuple[int, int, int, bool]] = []
-    for group, shards, is_expert in ((shapes, dense, False), (experts, expert, True), (late, dense, False)):
+    for group, shards, is_expert, _ in kinds:
         used = 0
         group = list(reversed(group))
         for i, s in enumerate(group):
@@ -83,30 +128,56 @@ def grad_buckets(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[in
     return out
 
 
-def megazoo_state_bytes(shape: ModelShape, layout: Layout, stage: int, dp_rank: int = 0) -> tuple[int, int, int]:
-    """(weights, grads, optimizer states) bytes of one GPU as megazoo really holds them, exactly:
-    the flat parameter buffer and the fp32 main-grad buffer span the padded buckets; with the
-    distributed optimizer (a bucket sharded over more than one rank) a separate fp32 shard receives
-    the reduce-scattered gradients (each bucket's padded size / its shards); bf16/fp16 models keep
-    fp32 main parameters for the owned (padded) shards, fp32 models update their own parameters;
-    Adam's m and v (fp32) cover only the real elements this rank owns (the padding at a bucket's end
-    falls in the last ranks' slices, so rank 0 holds the most). dp_rank is the data-parallel rank
-    (cp rank 0): dp_rank x cp in the dense buckets' dp x cp group, (dp_rank // ep) x cp in the
-    expert buckets' expert-dp group (core/parallel/context.py)."""
+def zero3_units(shape: ModelShape, layout: Layout, stage: int) -> tuple[list[int], list[int]]:
+    """(root units, layer units) of pipeline rank `stage` under ZeRO-3, in elements (grad_units): each
+    chunk's root unit (what it holds outside its layers), then every layer unit."""
+    units = grad_units(shape, replace(layout, shard="full"), stage)
+    held = [sum(prod(s) for part in unit for s in part) for unit in units]
+    per_chunk = len(held) // layout.vpp  # each chunk: its root unit, then its layers
+    return held[::per_chunk], [n for i, n in enumerate(held) if i % per_chunk]
+
+
+def gathered_elements(shape: ModelShape, layout: Layout, stage: int) -> int:
+    """Elements of the whole weights ZeRO-3 holds gathered at its peak on pipeline rank `stage`
+    (core/optim/weight_shards.py): every chunk's root unit (gathered at its first forward and kept
+    until the step's gradients are complete: the tied output head uses the embedding at the other
+    end of the model), and the largest layer unit, twice with prefetch (the next one arrives while
+    the current one computes)."""
+    roots, layers = zero3_units(shape, layout, stage)
+    return sum(roots) + max(layers, default=0) * (2 if layout.shard_prefetch else 1)
+
+
+def megazoo_state_parts(shape: ModelShape, layout: Layout, stage: int, dp_rank: int = 0) -> dict:
+    """Bytes of one GPU (and its share of the host) by part (zero.state_parts), as megazoo really
+    holds them, exactly for ZeRO-1: the flat parameter buffer and the fp32 main-grad buffer span the
+    padded buckets; with the distributed optimizer (a bucket sharded over more than one rank) a
+    separate fp32 shard receives the reduce-scattered gradients (each bucket's padded size / its
+    shards); bf16/fp16 models keep fp32 main parameters for the owned (padded) shards, fp32 models
+    update their own parameters; Adam's m and v (fp32) cover only the real elements this rank owns
+    (the padding at a bucket's end falls in the last ranks' slices, so rank 0 holds the most).
+    ZeRO-2/3 keep, of the gradients, the shard and the largest bucket being reduced; ZeRO-3 keeps,
+    of the weights, the shard and the gathered unit(s). dp_rank is the data-parallel rank (cp rank
+    0): dp_rank x cp in the dense buckets' dp x cp group, (dp_rank // ep) x cp in the expert
+    buckets' expert-dp group (core/parallel/context.py)."""
     buckets = grad_buckets(shape, layout, stage)
     numel = sum(padded for _, padded, _, _ in buckets)
-    sharded = layout.distributed_optimizer and any(shards > 1 for _, _, shards, _ in buckets)
+    sharded = layout.sharded and any(shards > 1 for _, _, shards, _ in buckets)
     shard_numel, owned = 0, 0
     for used, padded, shards, expert in buckets:
         size = padded // shards
         rank = (dp_rank // layout.ep if expert else dp_rank) * layout.cp if shards > 1 else 0
         shard_numel += size
         owned += max(0, min(used, (rank + 1) * size) - rank * size)
-    e = 4 if layout.precision == "fp32" else 2
-    weights = e * numel
-    grads = 4 * numel + (4 * shard_numel if sharded else 0)
-    main = 0 if layout.precision == "fp32" else 4 * (shard_numel if sharded else numel)
-    return weights, grads, main + 8 * owned
+    gathered = gathered_elements(shape, layout, stage) if layout.sharding == "full" else 0
+    return state_parts(layout.sharding, layout.precision, layout.optimizer_offload, numel, shard_numel, owned,
+                       sharded, bucket=max(padded for _, padded, _, _ in buckets), gathered=gathered)
+
+
+def megazoo_state_bytes(shape: ModelShape, layout: Layout, stage: int, dp_rank: int = 0) -> tuple[int, int, int]:
+    """(weights, grads, optimizer states) bytes on one GPU (megazoo_state_parts; ZeRO-3's gathered
+    units and offloaded states left out)."""
+    parts = megazoo_state_parts(shape, layout, stage, dp_rank)
+    return int(parts["weights"]), int(parts["grads"]), int(parts["main_weights"] + parts["adam"])
 
 
 def local_seq(shape: ModelShape, layout: Layout) -> int:
@@ -188,9 +259,10 @@ def inflight_chunks(layout: Layout, stage: int) -> int:
 def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: float,
                  dp_rank: int = 0) -> StageMemory:
     """Memory of one GPU of pipeline rank `stage` (data-parallel rank `dp_rank`; rank 0 holds the most).
-    Weights, gradients and optimizer states are megazoo's real layout (megazoo_state_bytes)."""
+    Weights, gradients and optimizer states are megazoo's real layout (megazoo_state_parts), with
+    the sharding mode and offload of the layout; `host` is what offload puts in host memory."""
     params = stage_params(shape, layout, stage)
-    weights, grads, optimizer = megazoo_state_bytes(shape, layout, stage, dp_rank)
+    parts = megazoo_state_parts(shape, layout, stage, dp_rank)
     s = local_seq(shape, layout)
     b, h, t = layout.micro_batch, shape.hidden_size, layout.tp
     sp_div = t if layout.sequence_parallel else 1
@@ -210,5 +282,7 @@ def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: fl
     if stage == layout.pp - 1:  # final norm and head inputs, the cross-entropy's fp32 softmax (4sbV/t)
         vocab = shape_vocab(shape, t) // t
         act += 2 * e * s * b * h / sp_div + 4 * s * b * vocab
-    return StageMemory(stage=stage, params=params, weights=weights, grads=grads, optimizer=optimizer,
-                       activations=int(act), overhead=int(overhead_gib * GIB), inflight_micro_batches=chunks)
+    return StageMemory(stage=stage, params=params, weights=int(parts["weights"]), grads=int(parts["grads"]),
+                       optimizer=int(parts["main_weights"] + parts["adam"]), activations=int(act),
+                       overhead=int(overhead_gib * GIB), inflight_micro_batches=chunks,
+                       gathered=int(parts["gathered"]), host=int(parts["host"]))

@@ -13,6 +13,7 @@ from dataclasses import replace
 from math import prod
 
 from megazoo.core.plan.shapes import Layout, ModelShape, PlanError
+from megazoo.core.plan.zero import check_mode
 
 
 def padded_vocab(vocab_size: int, tp: int, multiple: int = 128) -> int:
@@ -84,6 +85,7 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
         raise PlanError(f"pipeline_engine must be megatron or deepspeed, got {layout.pipeline_engine!r}")
     if layout.pipeline_engine == "deepspeed" and layout.vpp > 1:
         raise PlanError("DeepSpeed's pipeline engine has no interleaved schedule; use vpp 1")
+    check_mode(layout.sharding, layout.optimizer_offload)
     if layout.precision not in ("bf16", "fp16", "fp32"):
         raise PlanError(f"precision must be bf16, fp16 or fp32, got {layout.precision!r}")
     per_step = layout.dp * layout.micro_batch

@@ -39,6 +39,9 @@ class Plan:
     warnings: list = field(default_factory=list)
     flops_convention: str = "model"  # the convention of tflops_per_gpu (flops.FLOPS_CONVENTIONS)
     params_active: int = 0  # parameters one token runs through (MoE: top_k experts); dense: params_total
+    host_memory_gb_per_gpu: float = 0.0  # optimizer offload: host memory per GPU (fp32 main weights, Adam, grads)
+    dp_traffic_gb: float = 0.0  # GiB one GPU sends over its data-parallel groups per step (core/plan/zero.py)
+    dp_comm_s: float = 0.0  # seconds of that traffic before overlap (time_breakdown_s dp_comm: what is exposed)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -70,7 +73,9 @@ def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
                     ep=layout.ep, cp_overlap=layout.cp_overlap,
                     micro_batch=layout.micro_batch, global_batch=layout.batch, seq_length=seq,
                     sp=layout.sequence_parallel, recompute=layout.recompute,
-                    distributed_optimizer=layout.distributed_optimizer, precision=layout.precision,
+                    distributed_optimizer=layout.distributed_optimizer, shard=layout.sharding,
+                    shard_prefetch=layout.shard_prefetch, optimizer_offload=layout.optimizer_offload,
+                    precision=layout.precision,
                     flash_attention=layout.flash_attention, scatter_gather=layout.scatter_gather,
                     pipeline_engine=layout.pipeline_engine,
                     overlap_grad_reduce=layout.overlap_grad_reduce,
@@ -78,7 +83,8 @@ def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
         dp=layout.dp, num_micro_batches=layout.num_micro_batches,
         params_total=total_params(shape), params_per_gpu=max(stage_params(shape, layout, i) for i in range(layout.pp)),
         memory_gb_per_gpu=worst.total / GIB,
-        memory_breakdown_gb={k: getattr(worst, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "overhead")},
+        memory_breakdown_gb={k: getattr(worst, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "overhead")}
+        | ({"gathered": worst.gathered / GIB} if layout.sharding == "full" else {}),
         gpu_memory_gb=g.memory_gib, fits=worst.total <= g.memory_gib * GIB,
         flops_per_iteration=flops, step_time_s=step,
         time_breakdown_s=dict(compute=t.compute, bubble=t.bubble, tp_comm_in_compute=t.tp_comm,
@@ -93,4 +99,6 @@ def plan(shape: ModelShape, layout: Layout, gpu: str | GPU = "a100-80gb",
         stages=[dict(stage=m.stage, params=m.params, memory_gb=m.total / GIB, activations_gb=m.activations / GIB,
                      inflight=m.inflight_micro_batches) for m in stages],
         warnings=warnings, flops_convention=flops_convention, params_active=active_params(shape),
+        host_memory_gb_per_gpu=max(m.host for m in stages) / GIB, dp_traffic_gb=t.dp_bytes / GIB,
+        dp_comm_s=t.dp_comm_total,
     )

@@ -174,6 +174,11 @@ class Layout:
     sp: bool | None = None  # sequence parallelism; None: on whenever tp > 1
     recompute: str = "none"  # none | selective | full
     distributed_optimizer: bool = False
+    # what the data-parallel ranks shard (core/plan/zero.py): none | optimizer | grads | full (ZeRO-1/2/3);
+    # None: optimizer with the distributed optimizer, else none
+    shard: str | None = None
+    shard_prefetch: bool = True  # ZeRO-3: the next unit's all-gather runs under the current unit's compute
+    optimizer_offload: str | None = None  # "cpu": fp32 main weights and Adam on the host, stepped there
     precision: str = "bf16"
     gpus_per_node: int | None = None  # None: the GPU table's
     nvlink_gb_s: float | None = None  # per-direction NVLink bandwidth per GPU; None: the table's
@@ -200,6 +205,16 @@ class Layout:
     def expert_dp(self) -> int:
         """Ranks an expert's gradient is reduced over: dp * cp / ep."""
         return self.dp * self.cp // self.ep
+
+    @property
+    def sharding(self) -> str:
+        """none | optimizer | grads | full: `shard`, else optimizer (ZeRO-1) with the distributed optimizer."""
+        return self.shard or ("optimizer" if self.distributed_optimizer else "none")
+
+    @property
+    def sharded(self) -> bool:
+        """Whether optimizer states (at least) are split over the data-parallel ranks."""
+        return self.sharding != "none"
 
     @property
     def sequence_parallel(self) -> bool:

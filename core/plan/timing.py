@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from megazoo.core.plan.memory import zero3_units
 from megazoo.core.plan.params import shape_vocab, stage_expert_params, stage_layers, stage_moe_layers, stage_params
 from megazoo.core.plan.shapes import GPU, Efficiency, Layout, ModelShape
+from megazoo.core.plan.zero import HOST_ADAM_GB_S, HOST_LINK_GB_S, zero_traffic_per_param
 
 
 @dataclass
@@ -29,6 +31,8 @@ class StepTime:
     executed_flops_per_gpu: float  # FLOPs the GPU really runs, recompute included
     cp_comm: float = 0.0  # exposed ring K/V (and dK/dV) sends of context parallelism (inside compute)
     ep_comm: float = 0.0  # expert all-to-all dispatch and combine (inside compute)
+    dp_comm_total: float = 0.0  # data-parallel collectives' seconds before overlap (dp_comm: what is exposed)
+    dp_bytes: float = 0.0  # bytes one GPU sends over the data-parallel groups per step (zero.py)
 
     @property
     def total(self) -> float:
@@ -302,6 +306,21 @@ def bubble_time(layout: Layout, t_mb: float) -> float:
     return slots * t_mb
 
 
+def zero3_gather_exposed(gather_pass: float, units: int, t_mb: float, layout: Layout, eff: Efficiency) -> float:
+    """Exposed seconds of ZeRO-3's weight all-gathers for one micro-batch: one pass of `gather_pass`
+    seconds (all the stage's weights, `units` units) in the forward and one in the backward. Without
+    prefetch every gather waits. With it, each unit's gather runs under the previous unit's compute
+    (the forward about a third of the micro-batch time, a quarter with full recompute, the backward
+    the rest): a pass costs its first unit's gather, then for each later unit what its gather takes
+    beyond that compute, and at least the share an overlapped collective leaves exposed
+    (eff.overlap_exposed, as for the overlapped gradient reduction)."""
+    g = gather_pass / units
+    if not layout.shard_prefetch:
+        return 2 * gather_pass
+    forward = t_mb / (4 if layout.recompute == "full" else 3)
+    return sum(g + (units - 1) * max(eff.overlap_exposed * g, g - c / units) for c in (forward, t_mb - forward))
+
+
 def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> StepTime:
     p, v, m = layout.pp, layout.vpp, layout.num_micro_batches
     per_stage = [stage_micro_batch_time(shape, layout, gpu, eff, i) for i in range(p)]
@@ -318,31 +337,52 @@ def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> S
         if layout.scatter_gather or layout.sequence_parallel:
             volume /= layout.tp
         pp_comm = (m + (p - 1) / v) * 2 * v * volume / pp_bandwidth(layout, gpu, eff)
-    # data-parallel gradient reduction (fp32 grads) and, with the distributed optimizer, param gather:
-    # dense parameters over the dp x cp ranks (tp apart), expert parameters over the expert-dp ranks
-    # (dp x cp / ep; tp x ep apart when cp is 1, an approximation otherwise)
+    # data-parallel traffic (zero.py): dense parameters over the dp x cp ranks (tp apart), expert
+    # parameters over the expert-dp ranks (dp x cp / ep; tp x ep apart when cp is 1, an approximation
+    # otherwise); gradients in fp32, weights in the compute dtype
     big = max(range(p), key=lambda i: stage_params(shape, layout, i))
     experts = stage_expert_params(shape, layout, big)
-    groups = [(stage_params(shape, layout, big) - experts, layout.dp_cp, layout.tp),
-              (experts, layout.expert_dp, layout.tp * layout.ep)]
-    dp_comm = 0.0
+    groups = [(stage_params(shape, layout, big) - experts, layout.dp_cp, layout.tp, True),
+              (experts, layout.expert_dp, layout.tp * layout.ep, False)]
+    mode = layout.sharding
+    # ZeRO-3 keeps each chunk's root unit (embedding, head) gathered all step: gathered once, its
+    # gradients reduce-scattered per micro-batch, as ZeRO-2 does (core/optim/weight_shards.py)
+    roots, layer_units = zero3_units(shape, layout, big) if mode == "full" else ([], [])
+    dp_comm = dp_total = dp_bytes = gather_pass = 0.0
     optimizer_bytes = 0.0
-    for params, d, stride in groups:
+    for params, d, stride, dense in groups:
         if not params:
             continue
         if d > 1:
             bw = dp_bandwidth(layout, gpu, eff, d, stride)
-            grad = 4.0 * params
-            reduce = (2 * (d - 1) / d if not layout.distributed_optimizer else (d - 1) / d) * grad / bw
-            gather = (d - 1) / d * 2.0 * params / bw if layout.distributed_optimizer else 0.0
-            dp_comm += reduce * (eff.overlap_exposed if layout.overlap_grad_reduce else 1.0)
-            dp_comm += gather * (eff.overlap_exposed if layout.overlap_param_gather else 1.0)
-        optimizer_bytes += 34.0 * params / (d if layout.distributed_optimizer else 1)
-    optimizer = _bytes_time(optimizer_bytes, gpu, eff)
+            parts = [(params, mode)]
+            if mode == "full" and dense:  # the dense group holds the roots
+                parts = [(params - sum(roots), "full"), (sum(roots), "grads")]
+            for n, how in parts:
+                traffic = zero_traffic_per_param(how, d, m, layout.precision)
+                reduce = 4.0 * (traffic["all_reduce"] + traffic["reduce_scatter"]) * n / bw
+                gather = e * traffic["all_gather"] * n / bw
+                dp_bytes += traffic["bytes"] * n
+                dp_total += reduce + gather
+                dp_comm += reduce * (eff.overlap_exposed if layout.overlap_grad_reduce else 1.0)
+                if how == "full":  # the layers: per micro-batch, forward and backward (the prefetch rule)
+                    gather_pass += gather / (2 * m)
+                elif mode == "full":  # the roots: once, at the first forward, before any layer
+                    dp_comm += gather
+                else:  # once per step, after the optimizer
+                    dp_comm += gather * (eff.overlap_exposed if layout.overlap_param_gather else 1.0)
+        optimizer_bytes += 34.0 * params / (d if layout.sharded else 1)
+    if gather_pass:
+        dp_comm += m * zero3_gather_exposed(gather_pass, len(layer_units), t_mb, layout, eff)
+    if layout.optimizer_offload:  # the shard's fp32 gradients to the host, Adam there, the weights back
+        shard = optimizer_bytes / 34.0
+        optimizer = (4.0 + e) * shard / (HOST_LINK_GB_S * 1e9) + optimizer_bytes / (HOST_ADAM_GB_S * 1e9)
+    else:
+        optimizer = _bytes_time(optimizer_bytes, gpu, eff)
     other = eff.step_overhead_s
     if p > 1 and shape.tie_embeddings:  # keep the two copies of the word embedding equal
         rows = shape_vocab(shape, layout.tp) / layout.tp
         other += 4.0 * rows * shape.hidden_size / pp_bandwidth(layout, gpu, eff)
     return StepTime(compute=compute, bubble=bubble, tp_comm=m * tp_mb, pp_comm=pp_comm, dp_comm=dp_comm,
                     optimizer=optimizer, other=other, executed_flops_per_gpu=m * flops_mb, cp_comm=m * cp_mb,
-                    ep_comm=m * ep_mb)
+                    ep_comm=m * ep_mb, dp_comm_total=dp_total, dp_bytes=dp_bytes)

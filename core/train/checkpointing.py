@@ -44,7 +44,8 @@ def checkpoint_meta(trainer) -> dict:
     architecture fields only), so whole-model readers (load_full_model_state) can rebuild it."""
     return {**expected_meta(trainer), "model": trainer.builder.to_dict(), "step": trainer.step,
             "consumed_samples": trainer.consumed_samples,
-            "dtype": trainer.cfg.precision.dtype, "distributed_optimizer": bool(trainer.cfg.optim.distributed),
+            "dtype": trainer.cfg.precision.dtype, "distributed_optimizer": trainer.cfg.shard_mode() != "none",
+            "shard": trainer.cfg.shard_mode(),
             "name": trainer.cfg.name, **({"task": trainer.builder.task_dict() | {"name": trainer.cfg.task.get("name")}}
                                          if trainer.cfg.task else {})}
 
@@ -54,10 +55,15 @@ def _rng_trackers(trainer) -> dict:
     return {str(i): m.rng for i, m in enumerate(trainer.chunks) if getattr(m, "rng", None) is not None}
 
 
+def _model_state(trainer) -> dict:
+    """The model's checkpoint entries: its parameters, where ZeRO-3 holds slices of them, the slices."""
+    return {**model_state(trainer.chunks, trainer.ctx), **trainer.optimizer.sharded_model_state()}
+
+
 def training_state(trainer) -> dict:
     """This rank's whole training state as a checkpoint state (tensors are views: save reads them,
     load fills them in place)."""
-    return {"model": model_state(trainer.chunks, trainer.ctx), "optimizer": trainer.optimizer.sharded_state_dict(),
+    return {"model": _model_state(trainer), "optimizer": trainer.optimizer.sharded_state_dict(),
             "scheduler": trainer.schedule.state_dict(), "scaler": trainer.scaler.state_dict(),
             "step": trainer.step, "consumed_samples": trainer.consumed_samples, "skipped": trainer.skipped,
             "losses": [float(x) for x in trainer.losses], "rng": rng_state(trackers=_rng_trackers(trainer))}
@@ -69,7 +75,7 @@ def apply_state(trainer, state: dict, restore_rng: bool = True) -> None:
     (which then refreshes the model's trained weights from its main weights), scaler, schedule,
     progress and, when asked, the RNG streams."""
     # the model first: the optimizer then overwrites its trained weights from the main weights
-    copy_state({"model": model_state(trainer.chunks, trainer.ctx)}, state)
+    copy_state({"model": _model_state(trainer)}, state)
     trainer.optimizer.load_sharded_state_dict(state["optimizer"])
     trainer.scaler.load_state_dict(state["scaler"])
     trainer.schedule.load_state_dict(state["scheduler"])

@@ -85,8 +85,12 @@ def dry_run(args, prog: str) -> int:
     cfg, builder, world = loaded
     import yaml
 
+    from megazoo.core.parallel.device import pick_device
     from megazoo.core.train.data import build_sources
+    from megazoo.core.train.precision_probe import settle
     from megazoo.core.train.trainer import derive_steps
+
+    precision_line = settle(cfg, pick_device())[0]  # precision.dtype=auto: the dtype the run would pick
 
     train_source, _ = build_sources(cfg, builder)  # real data: its tokeniser caches, never the run folder
     if cfg.train.epochs:
@@ -98,6 +102,8 @@ def dry_run(args, prog: str) -> int:
     print(f"layout: world {world} = tp {p.tp} x cp {p.cp} x pp {p.pp} x dp {dp} (ep {p.ep}, vpp {p.vpp}, "
           f"sp {str(p.sp).lower()}); {cfg.micro_batches_per_step(dp)} micro-batches of {cfg.train.micro_batch} "
           f"per rank per step")
+    if precision_line:
+        print(precision_line)
     print(_memory_line(cfg, builder, world))
     for key, (shape, dtype) in _first_batch(cfg, builder, train_source, dp).items():
         print(f"first batch: {key} {list(shape)} {dtype}")
@@ -117,7 +123,9 @@ def _memory_line(cfg, builder, world: int) -> str:
                f"{builder.num_parameters():,} parameters in all"
     layout = Layout(gpus=world, tp=p.tp, pp=p.pp, cp=p.cp, ep=p.ep, vpp=p.vpp, micro_batch=t.micro_batch,
                     global_batch=t.global_batch, sp=p.sp, recompute=cfg.recompute,
-                    distributed_optimizer=cfg.optim.distributed, precision=cfg.precision.dtype)
+                    distributed_optimizer=cfg.shard_mode() != "none", precision=cfg.precision.dtype,
+                    shard=cfg.shard_mode(), shard_prefetch=p.shard_prefetch,
+                    optimizer_offload=None if t.optimizer_offload == "none" else t.optimizer_offload)
     try:
         result = plan(shape, layout)
     except (PlanError, ValueError, KeyError) as e:

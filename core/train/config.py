@@ -58,11 +58,12 @@ class TrainConfig:
     compile: bool = False  # torch.compile of each model chunk; off by default (2-9% a step on CPU, minutes to compile)
     compile_backend: str = "inductor"  # the torch.compile backend (aot_eager: no C++ compiler needed)
     allocator: str = "keep"  # keep: on a CPU, freed memory stays mapped (no page faults); system: libc's default
+    optimizer_offload: str = "none"  # cpu: fp32 main weights and Adam state in host memory, stepped there
 
 
 @dataclass
 class PrecisionConfig:
-    dtype: str = "fp32"  # fp32 | bf16 | fp16
+    dtype: str = "fp32"  # fp32 | bf16 | fp16 | auto (bf16 where its GEMMs are faster here: train/precision_probe.py)
     initial_scale: float = 2.0**32
     min_scale: float = 1.0
     growth_interval: int = 1000
@@ -118,7 +119,8 @@ RECOMPUTE = ("none", "selective", "full")
 SHAPE_KEYS = ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "ffn_hidden_size", "kv_channels",
               "vocab_size", "seq_length", "num_tokentypes", "activation", "norm", "position", "bias",
               "post_norm", "tie_embeddings", "make_vocab_size_divisible_by")
-DTYPES = ("fp32", "bf16", "fp16")
+DTYPES = ("fp32", "bf16", "fp16", "auto")
+ZERO_NAMES = {"none": "", "optimizer": ", ZeRO-1", "grads": ", ZeRO-2", "full": ", ZeRO-3"}  # in the run's layout line
 
 
 @dataclass
@@ -256,11 +258,23 @@ class RunConfig:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     # derived ----------------------------------------------------------------------------------
+    def shard_mode(self) -> str:
+        """What data parallelism shards: parallel.shard, where optim.distributed=true means at least
+        the optimizer (ZeRO-1)."""
+        shard = self.parallel.shard
+        return "optimizer" if shard == "none" and self.optim.distributed else shard
+
     @property
     def compute_dtype(self):
         import torch
 
-        return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[self.precision.dtype]
+        name = self.precision.dtype
+        if name == "auto":  # the trainer settles it once before the model is built; elsewhere: this device's pick
+            from megazoo.core.parallel.device import pick_device
+            from megazoo.core.train.precision_probe import resolve_dtype
+
+            name = resolve_dtype(name, pick_device())[0]
+        return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
     def run_dir(self) -> Path:
         if self.log.dir:
@@ -298,6 +312,8 @@ class RunConfig:
                 f"pp {self.parallel.pp} x dp {dp}); choose a global batch that is a multiple of {t.micro_batch * dp}")
         if t.allocator not in ("keep", "system"):
             raise ConfigError(f"train.allocator must be keep or system, got {t.allocator!r}")
+        if t.optimizer_offload not in ("none", "cpu"):
+            raise ConfigError(f"train.optimizer_offload must be none or cpu, got {t.optimizer_offload!r}")
         if t.decay not in ("cosine", "linear", "constant"):
             raise ConfigError(f"train.decay must be cosine, linear or constant, got {t.decay!r}")
         if t.lr < 0 or t.min_lr < 0 or t.min_lr > t.lr:
@@ -306,6 +322,10 @@ class RunConfig:
             raise ConfigError(f"train.betas must be two numbers in [0, 1), got {t.betas!r}")
         if self.precision.dtype not in DTYPES:
             raise ConfigError(f"precision.dtype must be one of {', '.join(DTYPES)}, got {self.precision.dtype!r}")
+        if self.precision.dtype in ("auto", "bf16"):
+            from megazoo.core.train.precision_probe import check_injected
+
+            check_injected()  # a malformed MEGAZOO_BF16_PROBE fails before any rank starts
         if self.recompute not in RECOMPUTE:
             raise ConfigError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
         if self.checkpoint.keep < 1:

@@ -28,3 +28,40 @@ def saved_activation_bytes(chunks: list[nn.Module], input_ids: torch.Tensor, lab
     total = sum(seen.values())
     out.sum().backward()  # frees the graph (and checks it is usable)
     return total
+
+
+def host_memory_available() -> int:
+    """Bytes of host memory available now (MemAvailable of /proc/meminfo; the total where that is
+    missing). MEGAZOO_HOST_MEMORY_BYTES overrides it (to check the refusal on any machine)."""
+    import os
+
+    env = os.environ.get("MEGAZOO_HOST_MEMORY_BYTES")
+    if env:
+        return int(float(env))
+    try:
+        with open("/proc/meminfo") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def offload_host_bytes(trainable_numel: int, shards: int) -> int:
+    """Host bytes optimizer offload needs on one rank: fp32 main weights, two Adam moments and the
+    reduced gradients copied over for the update (16 bytes per parameter), of its 1/shards slice."""
+    return 16 * -(-trainable_numel // shards)
+
+
+def check_offload_memory(trainable_numel: int, shards: int, local_ranks: int) -> None:
+    """Refuse train.optimizer_offload=cpu before training when the ranks of this machine would not fit
+    their host copies in the memory available (one line with both figures)."""
+    from megazoo.core.train.errors import ConfigError
+
+    need = offload_host_bytes(trainable_numel, shards) * local_ranks
+    have = host_memory_available()
+    if need > have:
+        raise ConfigError(
+            f"train.optimizer_offload=cpu needs {need / 2**30:.2f} GiB of host memory ({local_ranks} rank(s) x 16 bytes "
+            f"per parameter of {-(-trainable_numel // shards):,}: fp32 main weights, Adam moments, gradients) but "
+            f"{have / 2**30:.2f} GiB is available; shard over more ranks (parallel.shard), use fewer ranks per "
+            f"machine, or set train.optimizer_offload=none")

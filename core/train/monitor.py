@@ -135,6 +135,8 @@ class Monitor:
                       f"tokens       {h[-1]['consumed_tokens']:,}"]
             if info.get("mfu_note"):
                 lines.append(f"note         {info['mfu_note']}")
+        if info.get("precision"):  # what precision.dtype=auto chose and why, or why bf16 is slow here
+            lines.append(f"precision    {info['precision']}")
         if self.valid:
             v = self.valid[-1]
             lines.append(f"validation   loss {v['loss']:.4f}, perplexity {v['ppl']:.2f}")

@@ -14,6 +14,7 @@ objective (BERT: masked-LM mean over masked tokens + sentence-order mean over se
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 
@@ -26,12 +27,15 @@ from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.device import set_allocator_policy, synchronize
 from megazoo.core.parallel.pipeline import forward_backward
 from megazoo.core.train import checkpointing, history, rundir
-from megazoo.core.train.config import RunConfig
+from megazoo.core.train.builder import Builder
+from megazoo.core.train.config import ZERO_NAMES, RunConfig
 from megazoo.core.train.config_checks import check_context_parallel
 from megazoo.core.train.errors import ConfigError
 from megazoo.core.train.data import Batches, build_sources
 from megazoo.core.train.flops import capped_mfu, peak_flops
+from megazoo.core.train.memory import check_offload_memory
 from megazoo.core.train.monitor import Monitor
+from megazoo.core.train.precision_probe import settle
 from megazoo.core.train.rampup import SampleSchedule, build_ramp, check_schedule
 from megazoo.core.train.trainable import apply_trainable
 
@@ -73,6 +77,9 @@ class Trainer:
         self.builder = builder or cfg.validate(world)
         self.ctx = ctx or ParallelContext.build(cfg.parallel)
         self.is_logger = self.ctx.rank == 0
+        # precision.dtype=auto becomes fp32 or bf16 here, before the model is built (rank 0 decides);
+        # an explicit bf16 whose GEMMs are slower on this CPU gets a warning line
+        self.precision_line = settle(cfg, self.ctx.device, self.ctx.rank, world)
         self.dtype = cfg.compute_dtype
         self._build_model()
         resume_folder = self._find_resume(monitor)
@@ -125,7 +132,15 @@ class Trainer:
             self.scaler = ConstantScaler(1.0)
         settings = AdamWSettings(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), eps=t.eps,
                                  clip_grad=t.clip_grad, distributed=cfg.optim.distributed,
-                                 bucket_size=cfg.optim.bucket_size, overlap_grad_reduce=cfg.optim.overlap_grad_reduce)
+                                 bucket_size=cfg.optim.bucket_size, overlap_grad_reduce=cfg.optim.overlap_grad_reduce,
+                                 shard=cfg.shard_mode(), shard_prefetch=cfg.parallel.shard_prefetch,
+                                 offload=t.optimizer_offload)
+        if t.optimizer_offload == "cpu":  # refused before any memory is taken, with the figure needed
+            ctx = self.ctx
+            shards = 1 if cfg.shard_mode() == "none" else ctx.dp_cp
+            local = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))
+            check_offload_memory(sum(p.numel() for c in self.chunks for p in c.parameters() if p.requires_grad),
+                                 shards, local)
         self.optimizer = MixedPrecisionOptimizer(self.chunks, self.ctx, settings, self.dtype, self.scaler)
         if t.compile:  # in place (state_dict names unchanged); compiles on the first step
             for c in self.chunks:
@@ -210,6 +225,8 @@ class Trainer:
                              f"parameters, {cfg.precision.dtype}, peak {self.peak / 1e12:.3f} TFLOP/s "
                              f"({self.peak_source}); allocator {self.allocator_policy}"
                              + (f"; train.compile ({t.compile_backend})" if t.compile else ""))
+        if self.precision_line[0]:
+            self.monitor.message(self.precision_line[0], warning=self.precision_line[1])
         if resumed_from:
             self.monitor.message(f"resumed from {resumed_from} at step {self.step}")
         elif self.init_report is not None:
@@ -227,7 +244,7 @@ class Trainer:
         c = self.ctx
         return (f"world {c.world_size} = tp {c.tp}" + (f" x cp {c.cp}" if c.cp > 1 else "") + f" x pp {c.pp} x dp {c.dp}"
                 + (f" (ep {c.ep})" if c.ep > 1 else "") + (f", vpp {c.vpp}" if c.vpp > 1 else "")
-                + (", sp" if c.sp else "") + (", ZeRO-1" if self.cfg.optim.distributed else "")
+                + (", sp" if c.sp else "") + ZERO_NAMES[self.cfg.shard_mode()]
                 + (f", recompute {self.cfg.recompute}" if self.cfg.recompute != "none" else ""))
 
     def batch_size(self) -> int:
@@ -305,25 +322,30 @@ class Trainer:
         iters = iters or self.valid_iters
         for c in self.chunks:
             c.eval()
-        total, weight = 0.0, 0.0
         try:
-            for i in range(iters):
-                mbs = self.valid_data.step(i * self.cfg.train.global_batch)
-                counts = self._global_counts(mbs)
-                w = counts.get("tokens", 1.0)
-
-                def fn(out, mb, counts=counts, w=w):
-                    return self.builder.loss(out, mb, counts) * w
-                loss_sum = forward_backward(self.chunks, mbs, self.ctx, fn, forward_only=True,
-                                            hidden_size=self.builder.hidden_size, dtype=self.dtype)
-                total += self._global_loss(loss_sum)
-                weight += w
-            metrics = self.builder.evaluate(self.chunks, self.ctx, self.dtype)
+            with self.optimizer.gathered():  # ZeRO-3: the whole model while evaluating (collective)
+                total, weight, metrics = self._evaluate(iters)
         finally:
             for c in self.chunks:
                 c.train()
         loss = total / max(weight, 1e-30)
         return {"step": self.step, "split": "valid", "loss": loss, "ppl": math.exp(min(loss, 700.0)), **metrics}
+
+    def _evaluate(self, iters: int) -> tuple[float, float, dict]:
+        """(weighted loss sum, weight, the builder's metrics) over `iters` validation batches."""
+        total, weight = 0.0, 0.0
+        for i in range(iters):
+            mbs = self.valid_data.step(i * self.cfg.train.global_batch)
+            counts = self._global_counts(mbs)
+            w = counts.get("tokens", 1.0)
+
+            def fn(out, mb, counts=counts, w=w):
+                return self.builder.loss(out, mb, counts) * w
+            loss_sum = forward_backward(self.chunks, mbs, self.ctx, fn, forward_only=True,
+                                        hidden_size=self.builder.hidden_size, dtype=self.dtype)
+            total += self._global_loss(loss_sum)
+            weight += w
+        return total, weight, self.builder.evaluate(self.chunks, self.ctx, self.dtype)
 
     def _mfu(self, achieved: float) -> float:
         """This step's MFU (rank 0), capped at 100%; the first time it is capped or unknown, the log
@@ -357,7 +379,9 @@ class Trainer:
         first = None  # the first step's time (train.compile: it includes compilation)
         while self.step < t.steps:
             # a builder may update its data from the model first (retrieval e2e: re-retrieval); collective
-            self.builder.before_step(self.step, self.chunks, self.ctx, self.dtype)
+            if type(self.builder).before_step is not Builder.before_step:
+                with self.optimizer.gathered():  # ZeRO-3: the whole model, for the builder to read
+                    self.builder.before_step(self.step, self.chunks, self.ctx, self.dtype)
             synchronize(self.ctx.device)
             t0 = time.perf_counter()
             # under a ramp-up the batch follows the samples consumed (Megatron's rule), so a resume continues it
@@ -403,6 +427,7 @@ class Trainer:
             if self.saver is not None:
                 self.saver.wait()  # the run's last checkpoint is committed before fit() returns
         wall = time.perf_counter() - started
+        self.optimizer.unshard()  # ZeRO-3: the trained model whole again, for whoever reads it next
         self.monitor.close()
         summary = {"name": cfg.name, "steps": self.step, "trained_steps": self.step - first_step,
                    "skipped": self.skipped, "losses": list(self.losses),
@@ -420,7 +445,7 @@ class Trainer:
                                                   f"{self.builder.num_parameters(self.ctx.tp):,} parameters",
                                          "peak": f"{self.peak / 1e12:.3f} TFLOP/s ({self.peak_source})",
                                          "checkpoints": cfg.checkpoint.save, "data": cfg.describe_data(),
-                                         "mfu_note": self.mfu_note})
+                                         "mfu_note": self.mfu_note, "precision": self.precision_line[0]})
             print(text, flush=True)
         return summary
 

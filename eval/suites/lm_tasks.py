@@ -1,5 +1,5 @@
 """Language-modelling tasks: LAMBADA (strict or non-strict last-word accuracy, zero- or few-shot)
-and WikiText-103 (Megatron's adjusted perplexity over overlapping windows)."""
+and wikitext103_megatron (Megatron's WikiText-103 adjusted perplexity over overlapping windows)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from megazoo.eval.readers import LambadaExample, read_lambada, read_wikitext, wi
 from megazoo.eval.readers.common import read_text
 from megazoo.eval.scoring import loglikelihood_tokens, split_request
 from megazoo.eval.suites.fewshot import draw_shots, same_split
+from megazoo.eval.task_names import WIKITEXT
 
 LAMBADA_MODES = ("strict", "nonstrict")
 WIKITEXT_STRIDE = 32  # Megatron-LM tasks/main.py: --overlapping-eval defaults to 32
@@ -92,7 +93,7 @@ def evaluate_wikitext(lm: LanguageModel, path, stride: int | None = None, batch_
     word-level token count. The stride used is in the results."""
     stride = min(WIKITEXT_STRIDE if stride is None else int(stride), lm.max_length)
     if stride < 1:
-        raise ValueError(f"wikitext stride must be a positive number of tokens, got {stride}")
+        raise ValueError(f"{WIKITEXT} stride must be a positive number of tokens, got {stride}")
     read_wikitext(path)  # validates the format (UTF-8, headings, non-empty) with file/line errors
     raw = read_text(path, "WikiText-103 raw tokens")
     tokens = lm.encode(wikitext_detokenize(raw))

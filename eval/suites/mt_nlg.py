@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from megazoo.eval.task_names import RACE
+
 PAPER = "Smith et al. 2022, arXiv:2201.11990, section 6.1, the zero-/one-/few-shot results table"
 FEW_SHOT_SOURCE = ("GPT-3's K per task (Brown et al. 2020, arXiv:2005.14165, the few-shot rows); MT-NLG's own "
                    "counts not verified against arXiv:2201.11990")
@@ -43,7 +45,7 @@ class Row:
 ROWS = (
     Row("LAMBADA", "lambada", ("acc",), 15),
     Row("BoolQ", "boolq", ("acc",), 32),
-    Row("RACE-h", "race", ("acc_calibrated", "acc"), 10),
+    Row("RACE-h", RACE, ("acc_calibrated", "acc"), 10),
     Row("PiQA", "piqa", ("acc",), 50),
     Row("HellaSwag", "hellaswag", ("acc_norm",), 20, {"one": 0.802, "few": 0.824}, PWC),
     Row("WinoGrande", "winogrande", ("acc",), 50),
@@ -60,8 +62,11 @@ def check_suite(suite_path, suite: dict, columns) -> list[tuple[Row, dict]]:
     need a few-shot file (LAMBADA draws from the evaluated file), the few-shot column a k (a task whose
     k is unknown here, HANS, may leave it out: its few-shot cell stays empty)."""
     from megazoo.eval.suites.runner import check_task_options
+    from megazoo.eval.task_names import renamed_message
 
     unknown = [t["name"] for t in suite["tasks"] if t["name"] not in BY_TASK]
+    if unknown and renamed_message(unknown[0]):
+        raise ValueError(f"{suite_path}: {renamed_message(unknown[0])}")
     if unknown:
         raise ValueError(f"{suite_path}: task {unknown[0]!r} is not in the MT-NLG table "
                          f"(tasks: {', '.join(BY_TASK)}); remove it or run `megazoo eval leaderboard`")

@@ -24,6 +24,7 @@ from megazoo.eval import readers as R
 from megazoo.eval.lm import LanguageModel
 from megazoo.eval.scoring import loglikelihood
 from megazoo.eval.suites.fewshot import draw_shots
+from megazoo.eval.task_names import RACE
 
 
 @dataclass
@@ -100,10 +101,10 @@ def _wic(d):
     return Question([prompt] * 2, [" no", " yes"], int(d.label))
 
 
-# name -> (reader, question builder)
+# name -> (reader, question builder); RACE is GPT-3's RACE, race_gpt3 (not lm-eval's `race`: task_names.py)
 MC_TASKS: dict[str, tuple[Callable, Callable]] = {
     "boolq": (R.read_boolq, _boolq),
-    "race": (R.read_race, _race),
+    RACE: (R.read_race, _race),
     "piqa": (R.read_piqa, _piqa),
     "hellaswag": (R.read_hellaswag, _hellaswag),
     "winogrande": (R.read_winogrande, _winogrande),

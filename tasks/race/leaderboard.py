@@ -2,8 +2,9 @@
 
 A suite entry `{name: race, path: RACE_FOLDER, split: test}` scores every model of the suite that
 was fine-tuned with `task: race` (a training checkpoint; the BERT encoder with its choice head):
-the `evaluate` stage's accuracies. Language models get the zero-shot RACE task instead, and plain
-encoders are shown as "-" (fine-tune them first).
+the `evaluate` stage's accuracies. Language models and plain encoders are shown as "-" (fine-tune
+an encoder first); GPT-3's zero-shot RACE for language models is the suite task `race_gpt3`
+(eval/task_names.py; it was `race` too before issue 41).
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ class GPTModel(ParallelModel):
                 raise ValueError("logits_to_keep needs sequence parallelism off (the sequence is split across tp ranks)")
             x = x[-logits_to_keep:]
         x = self.final_norm(x)
-        logits = column_linear(self.head, x)  # [s, b, V/tp]; decoding reads an input-major copy
+        logits = column_linear(self.head, x)  # [s, b, V/tp]; decoding: a packed product
         if labels is not None:
             loss = vocab_parallel_cross_entropy(logits, labels.transpose(0, 1), self.cfg.vocab_size, self.ctx.tp_group)
             return loss.transpose(0, 1)
