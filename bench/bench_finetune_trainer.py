@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -370,13 +369,8 @@ def plot(records: dict, out: Path) -> None:
 
 
 def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    from megazoo.core.parallel.device import cpu_facts
+    return cpu_facts()[0]
 
 
 def section(records: dict, info: dict) -> str:

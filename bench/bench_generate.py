@@ -289,14 +289,8 @@ def main() -> None:
 
 
 def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+    from megazoo.core.parallel.device import cpu_facts
+    return cpu_facts()[0]
 
 
 if __name__ == "__main__":

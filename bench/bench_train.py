@@ -447,7 +447,7 @@ def run_worker(name: str, out: str) -> dict:
 def main(argv=None, loadavg=os.getloadavg) -> int:
     """The benchmark; `loadavg` (os.getloadavg by default) gives the load the load rule reads."""
     from megazoo.core.parallel.device import cpu_has_native_bf16
-    from megazoo.core.train.precision_probe import cpu_facts
+    from megazoo.core.parallel.device import cpu_facts
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=5,

@@ -34,15 +34,33 @@ def device_name(device: torch.device) -> str:
     return "cpu"
 
 
+CPU_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile", "bf16")  # the bf16 facts: x86 flags and Arm's Features word
+
+
 @functools.lru_cache(maxsize=1)  # a fact of the machine: /proc/cpuinfo is read once
+def cpu_facts() -> tuple[str, frozenset[str]]:
+    """(the CPU's model name, which of CPU_FLAGS it has), from /proc/cpuinfo where there is one."""
+    import platform
+
+    model, words = "", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                head, _, rest = line.partition(":")
+                head = head.strip().lower()
+                if head in ("model name", "hardware", "cpu part") and not model:
+                    model = rest.strip()
+                elif head in ("flags", "features"):
+                    words.update(rest.split())
+    except OSError:
+        pass
+    return model or platform.processor() or platform.machine() or "unknown CPU", frozenset(words & set(CPU_FLAGS))
+
+
 def cpu_has_native_bf16() -> bool:
     """True when the CPU multiplies bf16 in hardware (AVX512-BF16 or AMX): bf16 GEMMs then run
     several times faster than fp32 ones; without it they are emulated and slower than fp32."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-    except OSError:
-        return False
+    flags = cpu_facts()[1]
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 

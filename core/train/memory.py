@@ -48,8 +48,12 @@ def host_memory_available() -> int:
 
 def offload_host_bytes(trainable_numel: int, shards: int) -> int:
     """Host bytes optimizer offload needs on one rank: fp32 main weights, two Adam moments and the
-    reduced gradients copied over for the update (16 bytes per parameter), of its 1/shards slice."""
-    return 16 * -(-trainable_numel // shards)
+    reduced gradients copied over for the update, of its 1/shards slice (the planner's rule,
+    core/plan/zero.py: 16 bytes per parameter)."""
+    from megazoo.core.plan.zero import zero_bytes_per_param
+
+    per_param = int(zero_bytes_per_param("none", 1, "fp32", "cpu")["host"])  # of the parameters a rank updates
+    return per_param * -(-trainable_numel // shards)
 
 
 def check_offload_memory(trainable_numel: int, shards: int, local_ranks: int) -> None:
@@ -61,7 +65,8 @@ def check_offload_memory(trainable_numel: int, shards: int, local_ranks: int) ->
     have = host_memory_available()
     if need > have:
         raise ConfigError(
-            f"train.optimizer_offload=cpu needs {need / 2**30:.2f} GiB of host memory ({local_ranks} rank(s) x 16 bytes "
-            f"per parameter of {-(-trainable_numel // shards):,}: fp32 main weights, Adam moments, gradients) but "
+            f"train.optimizer_offload=cpu needs {need / 2**30:.2f} GiB of host memory ({local_ranks} rank(s) x "
+            f"{offload_host_bytes(1, 1)} bytes per parameter of {-(-trainable_numel // shards):,}: fp32 main weights, "
+            f"Adam moments, gradients) but "
             f"{have / 2**30:.2f} GiB is available; shard over more ranks (parallel.shard), use fewer ranks per "
             f"machine, or set train.optimizer_offload=none")

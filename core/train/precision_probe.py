@@ -25,17 +25,16 @@ import hashlib
 import json
 import math
 import os
-import platform
 from dataclasses import dataclass
 
 import torch
 
 from megazoo.core.fs import cache_root, write_json_atomic
+from megazoo.core.parallel.device import cpu_facts
 from megazoo.core.train import flops
 from megazoo.core.train.errors import ConfigError
 
 ENV = "MEGAZOO_BF16_PROBE"
-KEY_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile", "bf16")  # x86 flags and Arm's Features word
 PROBE_SIZES = (1024, 768)  # n of the n x n x n products, measured in turn
 PROBE_SECONDS = 0.25  # per dtype and size
 CACHE_VERSION = 1
@@ -184,23 +183,6 @@ def from_env(value: str, where: str = "this CPU") -> ProbeResult:
         raise ConfigError(f"{ENV}={value!r}: expected faster, slower or the fp32,bf16 GEMM rates in TFLOP/s "
                           f"(e.g. 0.325,0.168); unset it to measure")
     return ProbeResult(fp32, bf16, "env", basis, bf16 > fp32, where)
-
-
-def cpu_facts() -> tuple[str, frozenset[str]]:
-    """(the CPU's model name, which of KEY_FLAGS it has), from /proc/cpuinfo where there is one."""
-    model, words = "", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                head, _, rest = line.partition(":")
-                head = head.strip().lower()
-                if head in ("model name", "hardware", "cpu part") and not model:
-                    model = rest.strip()
-                elif head in ("flags", "features"):
-                    words.update(rest.split())
-    except OSError:
-        pass
-    return model or platform.processor() or platform.machine() or "unknown CPU", frozenset(words & set(KEY_FLAGS))
 
 
 def _read(path, key: dict) -> tuple[float, float] | None:
