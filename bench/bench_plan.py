@@ -91,7 +91,7 @@ def section(table, sens, ranked, dry, seconds, cpu, cp_ep=None) -> str:
               f"{steps[0]['predicted_tflops']:.1f} TFLOP/s); tests/test_plan_cli.py runs every row's command and "
               "checks its step time and TFLOP/s against the validation.", "",
               "Constants (core/plan/shapes.py `Efficiency`): " + ", ".join(
-                  f"`{f.name}` {getattr(eff, f.name):g}" for f in fields(eff)) + ". GPU table (sustained matmul "
+                  f"`{f.name}` {getattr(eff, f.name):g}" for f in fields(eff) if f.name != "rules_off") + ". GPU table (sustained matmul "
               "TFLOP/s from public measurements): " + ", ".join(f"{g.name} {g.matmul_tflops:g} of {g.peak_tflops:g}"
                                                                for g in GPUS.values()) + ".", "",
               "Sensitivity (rows within 10% with one constant moved by 30%): " + "; ".join(sens) + ".", "",

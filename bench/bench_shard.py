@@ -14,6 +14,7 @@ Then ZeRO-1 and ZeRO-3 (prefetch on and off) at dp 2 take turns step by step (--
 each, after one warm-up), and the median step time of each is reported.
 
     python bench/bench_shard.py [--dps 1,2,4] [--steps 4] [--write]
+    python bench/bench_shard.py --offload [--write]     # optimizer offload's device-side bytes
 
 Figures on generated data (synthetic tokens); the speed part on a shared 2-core CPU is indicative.
 """
@@ -160,6 +161,55 @@ def table(mem: dict, spd: dict, load: tuple) -> str:
     return "\n".join(lines) + "\n"
 
 
+OFFLOAD_SECTION = "## Optimizer offload: device-side bytes per parameter (bench/bench_shard.py --offload)"
+
+
+def _offload_rank(root: str, offload: str) -> dict:
+    """One rank, bf16 weights (the single-accelerator fine-tuning case), optimizer_offload none or
+    cpu: bytes per parameter on the device side (the model's weights and gradient buffers, and the
+    optimizer's main weights and Adam state unless offloaded) and on the host side (what offload
+    moves there: fp32 main weights, Adam's moments, the reduced gradients' host copy), after two steps."""
+    import torch
+    from megazoo.core.train import Trainer
+    torch.set_num_threads(2)
+    trainer = Trainer(_config(f"{root}/offload-{offload}", 1, "optimizer", "precision.dtype=bf16",
+                              f"train.optimizer_offload={offload}"), monitor=False)
+    for _ in range(2):
+        trainer.train_step(trainer.train_data.step(trainer.consumed_samples))
+    opt, buf = trainer.optimizer, trainer.optimizer.buffers
+    held, state = buf.bytes_held(), opt.state_bytes()
+    host_grads = 0 if getattr(opt, "host_grads", None) is None else opt.host_grads.numel() * opt.host_grads.element_size()
+    numel = sum(p.numel() for p in buf.params)
+    optimizer = state["main_params"] + state["optimizer_state"]
+    device = held["weights"] + held["grads"] + (0 if offload == "cpu" else optimizer)
+    host = (optimizer + host_grads) if offload == "cpu" else 0
+    losses = trainer.train_step(trainer.train_data.step(trainer.consumed_samples))["loss"]
+    trainer.close()
+    return {"numel": numel, "weights": held["weights"] / numel, "grads": held["grads"] / numel,
+            "device": device / numel, "host": host / numel, "third_loss": losses}
+
+
+def offload_table(out: dict) -> str:
+    rows = [f"| {name} | {r['weights']:.2f} | {r['grads']:.2f} | {r['device']:.2f} | {r['host']:.2f} | "
+            f"{r['third_loss']:.6f} |" for name, r in out.items()]
+    n = next(iter(out.values()))["numel"]
+    return f"""{OFFLOAD_SECTION}
+
+Issue 43, point 3. The model above ({n / 1e6:.0f}M parameters) on one rank, bf16 weights with fp32 main
+weights (precision.dtype bf16), ZeRO-1 at dp 1, two steps then a third; generated data, a shared
+2-core AMD EPYC, {time.strftime('%Y-%m-%d')}. Bytes per parameter measured from the tensors' storages (GradBuffers.bytes_held,
+the optimizer's state_bytes and its host gradient copy). On this CPU-only machine "device" and "host"
+are the same memory: the columns say which side of a GPU each tensor would be on (train.optimizer_offload
+puts the fp32 main weights, Adam's moments and the update in host memory).
+
+| train.optimizer_offload | weights | gradient buffers | device side | host side | third step's loss |
+|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+The losses of the two runs are equal: the update is the same computation in host memory.
+"""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dps", default="1,2,4")
@@ -167,8 +217,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="/tmp/megazoo-bench-shard")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
+    ap.add_argument("--offload", action="store_true", help="only the optimizer offload table (its own section)")
     args = ap.parse_args(argv)
     os.environ.setdefault("MEGAZOO_PEAK_TFLOPS", "1")
+    if args.offload:
+        from megazoo.core.parallel.launch import spawn
+        out = {mode: spawn(_offload_rank, 1, args.out, mode, timeout=1800)[0] for mode in ("none", "cpu")}
+        text = offload_table(out)
+        print(text)
+        if args.write:
+            sys.path.insert(0, os.path.dirname(__file__))
+            from results import write_section
+            write_section(OFFLOAD_SECTION, text)
+        return 0
     load0 = os.getloadavg()[0]
     print(f"load average at start: {load0:.2f}", flush=True)
     mem = memory(args.out, [int(x) for x in args.dps.split(",")])

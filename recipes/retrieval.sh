@@ -6,6 +6,8 @@
 #   bash recipes/retrieval.sh [OUT_DIR] [--set k=v ...]      (extra --set words go to both trainings)
 #   TINY=1 bash recipes/retrieval.sh OUT                      (2 steps a stage, 64-token passages, 8
 #                                                             reader test questions: a smoke run)
+#   TOP_K_MODE=joint bash recipes/retrieval.sh OUT            (the end-to-end stage's task.top_k_mode:
+#                                                             individual, the default, or joint)
 #
 # DATA: a folder with DPR's psgs_w100.tsv, nq-train.json, nq-dev.json, nq-test.csv and, for ICT, a
 # sentence-split .bin/.idx (ict/text, ict/titles) in $RETRIEVAL_DATA; without one, a set is generated
@@ -29,6 +31,7 @@ MINILM=$(python -c "from megazoo.core.data.tokenizers import package_data; print
 PLEN=${PASSAGE_LENGTH:-128}
 CPU_SETTINGS=${CPU_SETTINGS-"task.question_length=32 task.passage_length=$PLEN model.dropout=0.0 model.attention_dropout=0.0 train.lr=5e-5"}
 READER_SET=${READER_SET:-}
+TOP_K_MODE=${TOP_K_MODE:-individual}
 if [ -n "${TINY:-}" ]; then
   PLEN=64
   CPU_SETTINGS="task.question_length=32 task.passage_length=$PLEN model.dropout=0.0 model.attention_dropout=0.0 train.epochs=0 train.steps=2"
@@ -64,7 +67,8 @@ done
 megazoo task retrieval train retrieval-mss --nproc "$NPROC" --set task.retriever="$OUT/ict/checkpoints" train.init_from="$OUT/minilm" \
   data.path="$DATA" log.dir="$OUT/mss" ${READER_SET:+$READER_SET}
 for STAGE in reader e2e; do
+  MODE=""; if [ "$STAGE" = e2e ]; then MODE="task.top_k_mode=$TOP_K_MODE"; fi
   # shellcheck disable=SC2086
   megazoo task retrieval train "retrieval-$STAGE" --nproc "$NPROC" --set task.retriever="$OUT/finetune/checkpoints" \
-    train.init_from="$OUT/minilm" data.path="$DATA" log.dir="$OUT/$STAGE" ${READER_SET:+$READER_SET}
+    train.init_from="$OUT/minilm" data.path="$DATA" log.dir="$OUT/$STAGE" $MODE ${READER_SET:+$READER_SET}
 done

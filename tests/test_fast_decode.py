@@ -84,3 +84,29 @@ def test_greedy_tokens_unchanged(model, monkeypatch):
     tuned = [generate(model, [prompts[0]], 8), generate(model, prompts, 8)]
     monkeypatch.setenv("MEGAZOO_DECODE_PRODUCTS", "plain")
     assert tuned == [generate(model, [prompts[0]], 8), generate(model, prompts, 8)]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_copy_follows_the_trainers_optimizer_steps(tmp_path, monkeypatch, dtype):
+    """megazoo's optimizer writes the weights through their flat buffer (the parameters are views of
+    it), which leaves the parameters' own version counters alone: it must say they changed, or an
+    evaluation between steps with few rows (a pooled head's last layer, generation) computes with a
+    stale packed copy."""
+    from megazoo.core.train import RunConfig, Trainer
+
+    monkeypatch.delenv("MEGAZOO_DECODE_PRODUCTS", raising=False)
+    cfg = RunConfig.load("gpt-tiny", [f"log.dir={tmp_path}", "train.steps=4", "log.progress=false", "log.plot=false",
+                                      "checkpoint.save=false", "checkpoint.resume=none", f"precision.dtype={dtype}"])
+    t = Trainer(cfg, monitor=False)
+    try:
+        layer = t.chunks[0].layers["0"].attn.qkv
+        x = _x(1, layer.in_features).to(layer.weight.dtype)
+        for _ in range(2):
+            with torch.no_grad():
+                before = layer.weight.detach().clone()
+                got = dl.column_linear(layer, x)
+                torch.testing.assert_close(got, torch.nn.functional.linear(x, layer.weight, layer.bias))
+            t.train_step(t.train_data.step(t.consumed_samples))
+            assert not torch.equal(before, layer.weight.detach()), "the step changed the weights"
+    finally:
+        t.close()

@@ -83,6 +83,37 @@ def test_the_loss_is_the_mean_over_response_tokens(tmp_path, tok):
     assert abs(got - total / n) <= 1e-6, (got, total / n)
 
 
+@pytest.mark.parametrize("name", ["gpt-tiny", "llama-tiny"])
+def test_the_head_runs_only_where_there_is_a_target(name):
+    """Labels with ignored positions: the model's per-token loss and every gradient equal the full
+    head's (logits everywhere, then the cross-entropy) to rounding, and the head's product runs on the
+    target rows only."""
+    from megazoo.core.parallel.context import ParallelContext
+    from megazoo.zoo.gpt import TINY, GPTModel
+
+    torch.manual_seed(0)
+    cfg = TINY[name]()  # no dropout by default
+    model = GPTModel(cfg, ParallelContext.single()).initialize(0)
+    ids = torch.randint(0, cfg.vocab_size, (3, 16))
+    labels = torch.randint(0, cfg.vocab_size, (3, 16))
+    labels[:, :9] = IGNORE  # a prompt's share
+    labels[2, 12:] = IGNORE  # padding
+    seen = []
+    hook = model.head.register_forward_hook(lambda m, args, out: seen.append(args[0].shape[:-1].numel()))
+    loss = model(ids, labels=labels)
+    hook.remove()
+    assert seen == [int((labels != IGNORE).sum())]  # 17 rows, not 48
+    grads = torch.autograd.grad(loss.sum(), list(model.parameters()))
+    logits = model(ids).float()
+    ref = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                            ignore_index=IGNORE, reduction="none").view(labels.shape)
+    ref_grads = torch.autograd.grad(ref.sum(), list(model.parameters()))
+    assert (loss[labels == IGNORE] == 0).all()
+    torch.testing.assert_close(loss, ref, rtol=1e-5, atol=1e-6)
+    for (n, _), g, r in zip(model.named_parameters(), grads, ref_grads):
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-6, msg=n)
+
+
 # layouts ---------------------------------------------------------------------------------------------
 def _layout_cases(root: str) -> dict:
     return run_cases({"tp2 x pp2": sft(f"{root}/tp2-pp2", FIXTURE, "parallel.tp=2", "parallel.pp=2")})

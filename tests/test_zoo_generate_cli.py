@@ -103,3 +103,25 @@ def _small_config():
     from megazoo.zoo.gpt.config import gpt2_layout
 
     return gpt2_layout(num_layers=2, hidden_size=32, num_heads=4, vocab_size=512, seq_length=32)
+
+
+@pytest.mark.parametrize("probe, picked", [("faster", torch.bfloat16), ("slower", torch.float32)])
+def test_dtype_auto_follows_the_bf16_probe(ckpt, monkeypatch, capsys, probe, picked):
+    """--dtype auto: bf16 weights where the machine's bf16 products are faster (the probe's result
+    injected), fp32 where slower; the model that generates holds that dtype."""
+    from megazoo.zoo import cli_generate
+
+    path, _ = ckpt
+    monkeypatch.setenv("MEGAZOO_BF16_PROBE", probe)
+    seen = []
+    real = cli_generate.load
+
+    def spy(payload, ctx):
+        out = real(payload, ctx)
+        seen.append(next(out[1].parameters()).dtype)
+        return out
+
+    monkeypatch.setattr(cli_generate, "load", spy)
+    assert main(["generate", str(path), "--prompt", "Hello", "--max-new-tokens", "2", "--dtype", "auto"]) == 0
+    assert seen == [picked]
+    assert cli_generate.weights_dtype("fp32", "cpu") is None and cli_generate.weights_dtype("bf16", "cpu") is torch.bfloat16

@@ -176,6 +176,36 @@ def test_logit_shapes_and_choice_view():
         choice_logits(torch.arange(6.0), 4)
 
 
+@pytest.mark.parametrize("kind", ["sequence", "choice"])
+def test_a_pooled_head_runs_the_last_layer_on_cls_only(kind):
+    """sequence/choice heads read the pooled [CLS]: the last layer computes position 0 alone (its
+    MLP and output projection on one row, not S), with the same logits and gradients as the whole
+    last layer; heads that read every position keep it whole."""
+    with one_thread():
+        grads = {}
+        for cls_only in (True, False):
+            model = build_model("bert", config(kind)).initialize(SEED)
+            assert model.cls_only
+            model.cls_only = cls_only
+            rows = []
+            last = model.layers[str(model.cfg.num_layers - 1)].mlp
+            hook = last.register_forward_hook(lambda m, args, out: rows.append(args[0].shape[0]))
+            mb = micro_batches(kind)[0]
+            out = model(mb["input_ids"], mb["attention_mask"], mb["token_type_ids"])
+            hook.remove()
+            assert rows == [1 if cls_only else S]
+            out.logits.float().pow(2).sum().backward()
+            grads[cls_only] = (out.logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
+                                                     if p.grad is not None})
+    (la, ga), (lb, gb) = grads[True], grads[False]
+    assert close(la, lb)
+    assert ga.keys() == gb.keys()
+    for n in ga:
+        assert close(ga[n], gb[n]), n
+    assert not build_model("bert", config("token")).cls_only
+    assert not build_model("bert", config("span")).cls_only
+
+
 def test_losses_are_huggingfaces():
     """head_loss / head_count equals the loss transformers computes for the same logits."""
     from megazoo.zoo.hf import import_hf

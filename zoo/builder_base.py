@@ -81,6 +81,14 @@ class ModelBuilder(Builder):
         full = self.chunks(ParallelContext.single(), 0, device="meta")[0]
         return load_into(chunks, path, ctx, full, self.unused_ok)
 
+    def weight_reader(self, path, ctx):
+        """train.init_from under ZeRO-3: (a reader of the folder's tensors one at a time, None), or
+        (None, why the folder is read whole) (zoo/pretrained.py)."""
+        from megazoo.zoo.pretrained import open_reader
+
+        full = self.chunks(ParallelContext.single(), 0, device="meta")[0]
+        return open_reader(path, ctx, full, self.unused_ok)
+
     def shape(self) -> ModelShape:
         """The model as core/plan sees it; FLOPs and parameter counts come from it alone."""
         raise NotImplementedError

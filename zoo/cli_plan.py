@@ -102,6 +102,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-scatter-gather", dest="scatter_gather", action="store_false",
                         help="pipeline sends carry the whole activation, not 1/tp of it (DeepSpeed's pipeline, "
                              "as MT-NLG ran; Megatron-LM's scatter/gather optimisation is the default)")
+    parser.add_argument("--embedding-slots", action="store_true",
+                        help="the embedding and the output layer each take one layer's place in the pipeline split "
+                             "(Llama 3's balanced stages; Megatron-LM's account-for-embedding/loss-in-pipeline-split)")
     parser.add_argument("--pipeline-engine", choices=("megatron", "deepspeed"), default="megatron",
                         help="whose pipeline schedule runs: Megatron-LM's 1F1B / interleaved (default) or DeepSpeed's "
                              "pipeline engine, whose fill and drain cost twice as much (docs/parallelism.md)")
@@ -165,7 +168,7 @@ def build_layout(args: argparse.Namespace):
                   gpus_per_node=args.gpus_per_node, nvlink_gb_s=args.nvlink_gb_s, network_gb_s=args.network_gb_s,
                   flash_attention=args.flash_attention, scatter_gather=args.scatter_gather,
                   pipeline_engine=args.pipeline_engine, overlap_grad_reduce=args.overlap_grad_reduce, overlap_param_gather=args.overlap_param_gather,
-                  tp_comm_overlap=args.tp_comm_overlap)
+                  tp_comm_overlap=args.tp_comm_overlap, embedding_slots=args.embedding_slots)
 
 
 SHAPE_FLAGS = ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size",
@@ -380,7 +383,11 @@ def row_command(row) -> list[str] | None:
         argv += ["--network-gb-s", f"{lay.network_gb_s:g}"]
     if lay.pipeline_engine != "megatron":
         argv += ["--pipeline-engine", lay.pipeline_engine]
-    flags = [(lay.distributed_optimizer, "--distributed-optimizer"), (not lay.flash_attention, "--no-flash-attention"),
+    if lay.embedding_slots:
+        argv.append("--embedding-slots")
+    if lay.shard is not None:
+        argv += ["--shard", lay.shard] + ([] if lay.shard_prefetch else ["--no-shard-prefetch"])
+    flags = [(lay.distributed_optimizer and lay.shard is None, "--distributed-optimizer"), (not lay.flash_attention, "--no-flash-attention"),
              (not lay.scatter_gather, "--no-scatter-gather"), (lay.overlap_grad_reduce, "--overlap-grad-reduce"),
              (lay.overlap_param_gather, "--overlap-param-gather"), (lay.tp_comm_overlap, "--tp-comm-overlap")]
     argv += [flag for on, flag in flags if on]

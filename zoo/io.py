@@ -105,9 +105,13 @@ def _hf_model(dir) -> tuple[str, dict, dict[str, torch.Tensor]]:
     from megazoo.zoo.hf import convert_from_hf
 
     arch, cfg, state = convert_from_hf(str(dir))
+    return arch, _config_dict(cfg), state
+
+
+def _config_dict(cfg) -> dict:
     d = cfg.to_dict()
     d.pop("recompute", None)  # a run setting, not part of the model
-    return arch, d, state
+    return d
 
 
 def load_model(dir, hf: bool = False) -> tuple[str, dict, dict[str, torch.Tensor]]:
@@ -137,11 +141,37 @@ def load_model(dir, hf: bool = False) -> tuple[str, dict, dict[str, torch.Tensor
     return meta["arch"], meta["config"], state
 
 
+def lazy_model(dir, hf: bool = False):
+    """(arch, config dict, state as meta tensors, read one tensor by name) of a model folder whose
+    tensors can be read one at a time: an import-hf folder and, with hf=True, a Hugging Face folder
+    with safetensors weights (its names and tensors converted as load_model converts them). None for
+    the others (training checkpoints, GGUF, pytorch_model.bin), which load_model reads whole."""
+    from megazoo.zoo.hf.lazy import TensorFiles, lazy_hf
+
+    if hf and is_hf_folder(dir):
+        found = lazy_hf(dir)
+        if found is None:
+            return None
+        arch, cfg, meta, get = found
+        return arch, _config_dict(cfg), meta, get
+    weights = Path(dir) / "model.safetensors"
+    if not (Path(dir) / "model.yaml").exists() or not weights.exists():
+        return None
+    meta = read_meta(dir)
+    tensors = TensorFiles([weights])
+    return meta["arch"], meta["config"], tensors.meta, tensors.get
+
+
 def model_config(dir, hf: bool = False) -> tuple[str, dict]:
     """(arch, config dict) of a model folder as load_model opens it, without reading its weights
-    (a Hugging Face folder's config depends on its tensors: it is converted whole)."""
+    (a Hugging Face folder's config depends on its tensors' names and shapes: read from the
+    safetensors headers, or for other weights by converting the folder whole)."""
     if hf and is_hf_folder(dir):
-        return _hf_model(dir)[:2]
+        try:  # safetensors weights: their names and shapes are enough (lazy_model), no tensor is read
+            found = lazy_model(dir, hf=True)
+        except Exception:  # noqa: BLE001 - the whole read below says what is wrong, in its own words
+            found = None
+        return found[:2] if found is not None else _hf_model(dir)[:2]
     if not (Path(dir) / "model.yaml").exists() and _training_checkpoint_files(Path(dir)):
         from megazoo.core.checkpoint import open_checkpoint
 

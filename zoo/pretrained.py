@@ -77,6 +77,34 @@ def read(path) -> tuple[str, dict]:
     return arch, _model_section(model)
 
 
+def _check(path, shapes: dict[str, tuple], full_model, unused_ok: tuple[str, ...]) -> dict:
+    """The folder's tensors (name -> shape) against the model's; raises ConfigError on a wrong shape
+    or an unexpected tensor; returns {"missing": [...], "unused": [...]}."""
+    known = {n: tuple(shape) for n, shape in expected_shapes(full_model).items()}  # full_model is at tp=1
+    unexpected = [k for k in shapes if k not in known and not k.startswith(unused_ok)]
+    if unexpected:
+        raise ConfigError(f"train.init_from={str(path)!r}: tensor {unexpected[0]!r} has no place in this model"
+                          + (f" (and {len(unexpected) - 1} more)" if len(unexpected) > 1 else "")
+                          + "; start from a checkpoint of the same architecture")
+    for name, shape in known.items():
+        if name in shapes and tuple(shapes[name]) != shape:
+            raise ConfigError(f"train.init_from={str(path)!r}: tensor {name!r} has shape {tuple(shapes[name])}, "
+                              f"this model needs {shape}; the model config differs from the checkpoint's")
+    return {"missing": sorted(n for n in known if n not in shapes),
+            "unused": sorted(k for k in shapes if k not in known)}
+
+
+def _source(name: str, p, stored) -> str | None:
+    """The folder's tensor that parameter `name` starts from (a tied copy's is its original's)."""
+    src = name if name in stored else getattr(p, "init_name", None)
+    return src if src in stored else None
+
+
+def _local(tensor: torch.Tensor, p, dtype, ctx: ParallelContext) -> torch.Tensor:
+    """This rank's slice of a folder's tensor for parameter `p` (built in `dtype`)."""
+    return local_slice(tensor.to(dtype), p, ctx.tp, ctx.tp_rank)
+
+
 @torch.no_grad()
 def load_into(chunks, path, ctx: ParallelContext, full_model, unused_ok: tuple[str, ...] = ()) -> dict:
     """Copy this rank's slices from the folder at `path` into `chunks`. `full_model`: the whole
@@ -84,20 +112,70 @@ def load_into(chunks, path, ctx: ParallelContext, full_model, unused_ok: tuple[s
     Returns {"missing": [...], "unused": [...]}; raises ConfigError on a wrong shape or an
     unexpected tensor."""
     _, _, state = read_full(path)
-    known = {n: tuple(shape) for n, shape in expected_shapes(full_model).items()}  # full_model is at tp=1
-    unexpected = [k for k in state if k not in known and not k.startswith(unused_ok)]
-    if unexpected:
-        raise ConfigError(f"train.init_from={str(path)!r}: tensor {unexpected[0]!r} has no place in this model"
-                          + (f" (and {len(unexpected) - 1} more)" if len(unexpected) > 1 else "")
-                          + "; start from a checkpoint of the same architecture")
-    for name, shape in known.items():
-        if name in state and tuple(state[name].shape) != shape:
-            raise ConfigError(f"train.init_from={str(path)!r}: tensor {name!r} has shape {tuple(state[name].shape)}, "
-                              f"this model needs {shape}; the model config differs from the checkpoint's")
+    report = _check(path, {k: v.shape for k, v in state.items()}, full_model, unused_ok)
     for chunk in chunks:
         for name, p in chunk.named_parameters():
-            src = name if name in state else getattr(p, "init_name", None)
-            if src in state:
-                p.copy_(local_slice(state[src].to(p.dtype), p, ctx.tp, ctx.tp_rank))
-    return {"missing": sorted(n for n in known if n not in state),
-            "unused": sorted(k for k in state if k not in known)}
+            src = _source(name, p, state)
+            if src is not None:
+                p.copy_(_local(state[src], p, p.dtype, ctx))
+    return report
+
+
+def open_reader(path, ctx: ParallelContext, full_model, unused_ok: tuple[str, ...] = ()):
+    """(a UnitReader of the folder at `path`, None) when its tensors can be read one at a time by
+    name; (None, why not) otherwise. Checks the folder as load_into does (ConfigError)."""
+    from megazoo.zoo.io import lazy_model
+
+    path = _folder(path)
+    try:
+        found = lazy_model(path, hf=True)
+    except Exception as e:  # safetensors' own error type too: load_weights' whole read names the problem
+        reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+        return None, f"its tensors cannot be read one at a time ({reason})"
+    if found is None:
+        return None, "only safetensors weights of a Hugging Face or import-hf folder are read one tensor at a time"
+    _, _, meta, get = found
+    report = _check(path, {k: v.shape for k, v in meta.items()}, full_model, unused_ok)
+    return UnitReader(path, ctx, set(meta), get, report), None
+
+
+class UnitReader:
+    """train.init_from read parameter by parameter, for ZeRO-3 (core/optim/weight_shards.py asks for
+    one unit's parameters at a time, of chunks built on the meta device): each parameter's value
+    is what load_into would copy into it (the same tensor, slice and dtype); a parameter the folder
+    lacks gets the value the model's initialisation gives it (core/parallel/init.py)."""
+
+    def __init__(self, path, ctx: ParallelContext, stored: set[str], get, report: dict):
+        self.path, self.ctx, self.stored, self.get, self.report = path, ctx, stored, get, report
+        self.names: dict[int, str] = {}
+        self.dtypes: dict[int, torch.dtype] = {}
+        self.seed = 0
+
+    def bind(self, chunks, seed: int) -> str | None:
+        """Take the chunks (built on the meta device) whose values values() gives; why not, if it cannot."""
+        self.seed = seed
+        for chunk in chunks:
+            for name, p in chunk.named_parameters():
+                if _source(name, p, self.stored) is None and not hasattr(p, "init"):
+                    return (f"parameter {name!r} is not in {self.path} and has no layout-independent "
+                            f"initialisation to draw it from")
+                self.names[id(p)] = name
+                self.dtypes[id(p)] = p.dtype
+        return None
+
+    @torch.no_grad()
+    def values(self, params: list):
+        """The initial values of `params`, one at a time (this rank's slices, in the dtype they were
+        built in): a tensor is read from the folder when its parameter's turn comes."""
+        from megazoo.core.parallel.init import master_shape, master_tensor
+
+        for p in params:
+            name, dtype = self.names[id(p)], self.dtypes[id(p)]
+            src = _source(name, p, self.stored)
+            if src is None:  # as core/parallel/init.initialize draws it
+                master = master_tensor(getattr(p, "init_name", None) or name, master_shape(p, self.ctx.tp),
+                                       p.init, self.seed)
+                value = local_slice(master, p, self.ctx.tp, self.ctx.tp_rank).to(dtype)
+            else:
+                value = _local(self.get(src), p, dtype, self.ctx)
+            yield value.to(self.ctx.device)

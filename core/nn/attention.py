@@ -102,11 +102,21 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None = None,
                 mask: torch.Tensor | None = None, cache: KVCache | None = None,
-                rng: RNGTracker | None = None) -> torch.Tensor:
+                rng: RNGTracker | None = None, queries: int = 0) -> torch.Tensor:
+        """queries > 0: only the first `queries` positions attend (every position is still a key and
+        value) and only their outputs come back, [queries, b, h]: a pooled-[CLS] head's last layer.
+        Not with rope, a KV cache, a causal model or sequence/context parallelism."""
         qkv = column_linear(self.qkv, x)  # [s, b, kv_local * (group + 2) * d]; s is the full sequence under sp
         s, b = qkv.shape[:2]
         qkv = qkv.view(s, b, self.kv_local, self.group + 2, self.d)
         q = qkv[:, :, :, : self.group].reshape(s, b, self.heads_local, self.d)
+        if queries:
+            if rope is not None or cache is not None or self.cfg.causal or self.ctx.sp or self.ctx.cp > 1:
+                raise ValueError("attention over the first positions only is for a bidirectional encoder without "
+                                 "rope, a KV cache, sequence or context parallelism")
+            q, s = q[:queries], queries
+            if mask is not None and mask.shape[-2] > 1:
+                mask = mask[..., :queries, :]
         k, v = qkv[:, :, :, self.group], qkv[:, :, :, self.group + 1]
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)

@@ -68,10 +68,11 @@ class Bucket:
 class GradBuffers:
     def __init__(self, params: list[nn.Parameter], dtype: torch.dtype, ctx: ParallelContext, distributed: bool,
                  bucket_size: int = 10_000_000, overlap: bool = True, shard: str | None = None,
-                 units: list | None = None, prefetch: bool = True):
+                 units: list | None = None, prefetch: bool = True, initial=None):
         """`shard`: one of SHARD_MODES (default: "optimizer" when `distributed`, else "none");
         `units` (shard="full"): weight_shards.find_units of the model; `prefetch`: start the next
-        unit's all-gather while the current one computes."""
+        unit's all-gather while the current one computes; `initial` (shard="full" only): the model
+        was built on the meta device and its values are read a unit at a time (WeightShards)."""
         shard = shard or ("optimizer" if distributed else "none")
         if shard not in SHARD_MODES:
             raise ValueError(f"shard must be one of {', '.join(SHARD_MODES)}, got {shard!r}")
@@ -123,17 +124,22 @@ class GradBuffers:
         self.numel = pos
         self.bucket_of = {p: b for b in self.buckets for p in b.params}
 
+        if initial is not None and shard != "full":
+            raise ValueError(f"reading the weights a unit at a time needs shard='full', got {shard!r}")
         # fp32 values of the (already initialised) parameters, before any cast to the compute dtype
-        self.fp32_values = torch.zeros(self.numel, dtype=torch.float32, device=ctx.device)
-        for p in params:
-            a, n = self.offset[p], p.numel()
-            self.fp32_values[a:a + n].copy_(p.detach().reshape(-1))
+        # (with `initial`, WeightShards keeps those of this rank's slices instead: initial_owned)
+        self.fp32_values = None
+        if initial is None:
+            self.fp32_values = torch.zeros(self.numel, dtype=torch.float32, device=ctx.device)
+            for p in params:
+                a, n = self.offset[p], p.numel()
+                self.fp32_values[a:a + n].copy_(p.detach().reshape(-1))
         # the model's weights: one flat buffer, or (shard="full") each rank's slices (weight_shards)
         self.weights = None
         if shard == "full":
             from megazoo.core.optim.weight_shards import WeightShards
             self.param_data = None
-            self.weights = WeightShards(self, units or [], prefetch)
+            self.weights = WeightShards(self, units or [], prefetch, initial)
         else:
             self.param_data = self.fp32_values.to(dtype) if dtype != torch.float32 else self.fp32_values
             for p in params:
@@ -178,6 +184,19 @@ class GradBuffers:
             return self.weights.owned[bucket]
         a, e = self.owned_range(bucket)
         return self.param_data[a:e]
+
+    def initial_owned(self, bucket: Bucket) -> torch.Tensor:
+        """The fp32 values this rank's slice of `bucket` started with (the main weights' start)."""
+        if self.fp32_values is None:
+            return self.weights.initial_owned[bucket]
+        a, e = self.owned_range(bucket)
+        return self.fp32_values[a:e]
+
+    def drop_initial(self) -> None:
+        """The optimizer has taken the initial values: free them."""
+        self.fp32_values = None
+        if self.weights is not None:
+            self.weights.initial_owned = {}
 
     def bytes_held(self) -> dict[str, int]:
         """Bytes this rank holds now for the model's weights and for gradients (fp32 buffers and the

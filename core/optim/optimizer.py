@@ -95,7 +95,9 @@ def lr_scale(p: nn.Parameter) -> float:
 
 class MixedPrecisionOptimizer:
     def __init__(self, chunks: list[nn.Module], ctx: ParallelContext, settings: AdamWSettings,
-                 dtype: torch.dtype, scaler):
+                 dtype: torch.dtype, scaler, initial=None):
+        """`initial` (shard="full"): the chunks were built on the meta device and their values are
+        read a unit at a time (GradBuffers, weight_shards; zoo/pretrained.UnitReader)."""
         self.ctx, self.settings, self.dtype, self.scaler = ctx, settings, dtype, scaler
         self.chunks = chunks  # for the tied-embedding gradient sum and the checkpoint names
         seen, params = set(), []
@@ -115,7 +117,7 @@ class MixedPrecisionOptimizer:
         self.buffers = GradBuffers(params, dtype, ctx, shard != "none", settings.bucket_size,
                                    settings.overlap_grad_reduce, shard=shard,
                                    units=find_units(chunks) if shard == "full" else None,
-                                   prefetch=settings.shard_prefetch)
+                                   prefetch=settings.shard_prefetch, initial=initial)
         buf = self.buffers
         self.shard = shard
         self.sharded = buf.grad_shard is not buf.main_grad
@@ -132,8 +134,8 @@ class MixedPrecisionOptimizer:
             for b in buf.buckets:
                 a, e = buf.owned_range(b)
                 o = buf.shard_offset(b)
-                self.main_shard[o:o + (e - a)].copy_(buf.fp32_values[a:e])
-        buf.fp32_values = None  # free the temporary fp32 copy
+                self.main_shard[o:o + (e - a)].copy_(buf.initial_owned(b))
+        buf.drop_initial()  # free the temporary fp32 copy
         copies = head_copies(chunks)
         self.fragments: list[Fragment] = []
         for b in buf.buckets:
@@ -265,6 +267,10 @@ class MixedPrecisionOptimizer:
                 o = buf.shard_offset(b)
                 buf.owned_weights(b).copy_(self.main_shard[o:o + (e - a)])
         buf.all_gather_params()
+        # the parameters are views written through their flat buffer, which leaves their own version
+        # counters alone: say that they changed, so that what is cached on a version (decoding's
+        # packed weight copies, core/nn/decode_linear) is remade
+        torch.autograd.graph.increment_version(buf.params)
 
     def gathered(self):
         """A context in which the whole model is present on every rank (shard="full" gathers it,

@@ -95,26 +95,30 @@ def find_units(chunks: list[nn.Module]) -> list[Unit]:
 
 
 class WeightShards:
-    def __init__(self, buffers, units: list[Unit], prefetch: bool = True):
+    def __init__(self, buffers, units: list[Unit], prefetch: bool = True, initial=None):
+        """`initial` (the ZeRO-3 import; None: the parameters hold their values): the model was built
+        on the meta device and `initial.values(params)` gives their values one at a time (fp32, as
+        built): each unit in turn has its buckets filled and this rank's slices kept, so no rank ever
+        holds more than one bucket of a unit whole (zoo/pretrained.UnitReader)."""
         self.buffers, self.units, self.prefetch = buffers, units, prefetch
         self.offset = dict(buffers.offset)  # where each parameter starts in its bucket's flat tensor (+ b.start)
         self.pinned = False  # every unit gathered and kept (gathered(), unshard())
         self.for_good = False
         self.full: dict = {}  # bucket -> its whole weights (memory only while gathered)
         self.owned: dict = {}  # bucket -> this rank's slice
-        for b in buffers.buckets:
-            full = buffers.fp32_values[b.start:b.end].to(buffers.dtype, copy=True)
-            self._shard(b, full)
-            units[b.unit].buckets.append(b)
-            units[b.unit].grad_buckets += 1
+        self.initial_owned: dict = {}  # with `initial`: bucket -> fp32 values of this rank's slice (main weights)
         self.frozen_buckets = []  # weight-only buckets of the frozen parameters, per unit and kind
-        for i, u in enumerate(units):
-            for expert in (False, True):
-                members = [p for p in u.frozen if getattr(p, "expert", False) == expert and p.is_floating_point()]
-                if members:
-                    b = self._frozen_bucket(members, expert, i)
-                    u.buckets.append(b)
-                    self.frozen_buckets.append(b)
+        if initial is None:
+            for b in buffers.buckets:
+                full = buffers.fp32_values[b.start:b.end].to(buffers.dtype, copy=True)
+                self._shard(b, full)
+                units[b.unit].buckets.append(b)
+                units[b.unit].grad_buckets += 1
+            for i, u in enumerate(units):
+                self._frozen_buckets(u, i, None)
+        else:
+            for i, u in enumerate(units):
+                self._read_unit(u, i, initial)
         for u in units:
             u.state = GATHERED if all(b.group_size == 1 for b in u.buckets) else RELEASED
         self.hooks = []
@@ -124,11 +128,42 @@ class WeightShards:
             self.hooks.append(u.module.register_forward_pre_hook(lambda m, args, u=u: self._before_forward(u)))
             self.hooks.append(u.module.register_forward_hook(lambda m, args, out, u=u: self._after_forward(u, out)))
 
+    def _frozen_buckets(self, u: Unit, i: int, initial) -> None:
+        for expert in (False, True):
+            members = [p for p in u.frozen if getattr(p, "expert", False) == expert and p.is_floating_point()]
+            if members:
+                b = self._frozen_bucket(members, expert, i, initial)
+                u.buckets.append(b)
+                self.frozen_buckets.append(b)
+
+    def _read_unit(self, u: Unit, i: int, initial) -> None:
+        """The ZeRO-3 import of unit `u`: each of its buckets filled with its parameters' values, read
+        one at a time, as the fp32 values of the whole model would fill it (GradBuffers); this rank's
+        slice kept and the rest freed before the next bucket."""
+        buffers = self.buffers
+        for b in buffers.buckets:
+            if b.unit != i:
+                continue
+            fp32 = torch.zeros(b.end - b.start, dtype=torch.float32, device=buffers.ctx.device)
+            for p, value in zip(b.params, initial.values(b.params)):
+                a = self.offset[p] - b.start
+                fp32[a:a + p.numel()].copy_(value.reshape(-1))
+                del value
+            self._shard(b, fp32 if buffers.dtype == torch.float32 else fp32.to(buffers.dtype))
+            a = b.shard_rank * b.shard_size
+            # the optimizer's fp32 main weights start from these (an fp32 model: the owned slice itself)
+            self.initial_owned[b] = (self.owned[b] if buffers.dtype == torch.float32
+                                     else fp32[a:a + b.shard_size].clone())
+            del fp32
+            u.buckets.append(b)
+            u.grad_buckets += 1
+        self._frozen_buckets(u, i, initial)
+
     def _shard(self, b, full: torch.Tensor) -> None:
         """Make `b`'s parameters views of `full` and keep this rank's slice; free the rest."""
         for p in b.params:
             a = self.offset[p] - b.start
-            p.data = full[a:a + p.numel()].view(p.shape)
+            _point(p, full[a:a + p.numel()].view(p.shape))
         self.full[b] = full
         if b.group_size > 1:
             a = b.shard_rank * b.shard_size
@@ -137,8 +172,9 @@ class WeightShards:
         else:  # nothing to shard over (a group of one): the whole bucket is this rank's
             self.owned[b] = full
 
-    def _frozen_bucket(self, members: list, expert: bool, unit: int):
-        """A bucket of frozen weights (in the dtype they were cast to), padded to the shard count."""
+    def _frozen_bucket(self, members: list, expert: bool, unit: int, initial=None):
+        """A bucket of frozen weights (in the dtype they were cast to), padded to the shard count;
+        their values are the parameters' own, or those `initial` gives (the ZeRO-3 import)."""
         from megazoo.core.optim.buffers import Bucket
         ctx = self.buffers.ctx
         group, size, rank = ((ctx.expert_dp_group, ctx.expert_dp, ctx.expert_dp_rank) if expert
@@ -146,11 +182,14 @@ class WeightShards:
         numel = sum(p.numel() for p in members)
         padded = -(-numel // size) * size
         b = Bucket(-1, members, 0, padded, size, False, group, size, rank, unit=unit)
-        full = torch.zeros(padded, dtype=members[0].dtype, device=members[0].device)
+        if initial is None:
+            full, values = torch.zeros(padded, dtype=members[0].dtype, device=members[0].device), None
+        else:
+            full, values = torch.zeros(padded, dtype=members[0].dtype, device=ctx.device), initial.values(members)
         pos = 0
         for p in members:
             self.offset[p] = pos
-            full[pos:pos + p.numel()].copy_(p.detach().reshape(-1))
+            full[pos:pos + p.numel()].copy_((next(values) if values is not None else p.detach()).reshape(-1))
             pos += p.numel()
         self._shard(b, full)
         return b
@@ -300,6 +339,21 @@ class WeightShards:
             if b.group_size > 1:
                 total += self.owned[b].untyped_storage().nbytes()
         return total
+
+
+def _point(p: torch.nn.Parameter, view: torch.Tensor) -> None:
+    """Make parameter `p` a view of `view`'s memory; a parameter built on the meta device (the
+    ZeRO-3 import) keeps its identity and attributes (its Python object takes the new tensor)."""
+    if not p.is_meta:
+        p.data = view
+        return
+    attrs = dict(p.__dict__)
+    # .data = (not the constructor) so that the parameter keeps a version counter of its own, which
+    # the all-gather's writes into the bucket leave alone (see the module's docstring)
+    real = nn.Parameter(torch.empty(0, dtype=view.dtype, device=view.device), requires_grad=p.requires_grad)
+    real.data = view
+    torch.utils.swap_tensors(p, real)
+    p.__dict__.update(attrs)
 
 
 def _in_backward() -> bool:

@@ -119,6 +119,12 @@ def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, 
 
 # ---- local launches for the command line (torch.distributed's elastic launcher, as torchrun) -----
 
+def under_launcher() -> bool:
+    """True in a rank of a multi-process job started by torchrun (or another launcher that sets
+    RANK and WORLD_SIZE)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ
+
+
 def setup_rank() -> tuple[int, int]:
     """In a rank started by a launcher (or a single process): initialise torch.distributed and share
     the machine's cores between the local ranks. Returns (rank, world_size)."""

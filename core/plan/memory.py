@@ -133,8 +133,12 @@ def zero3_units(shape: ModelShape, layout: Layout, stage: int) -> tuple[list[int
     chunk's root unit (what it holds outside its layers), then every layer unit."""
     units = grad_units(shape, replace(layout, shard="full"), stage)
     held = [sum(prod(s) for part in unit for s in part) for unit in units]
-    per_chunk = len(held) // layout.vpp  # each chunk: its root unit, then its layers
-    return held[::per_chunk], [n for i, n in enumerate(held) if i % per_chunk]
+    roots, layers, i = [], [], 0
+    for start, stop in stage_layers(shape, layout, stage):  # each chunk: its root unit, then its layers
+        roots.append(held[i])
+        layers += held[i + 1:i + 1 + stop - start]
+        i += 1 + stop - start
+    return roots, layers + held[i:]  # (T5: the decoder's layer units after the chunk)
 
 
 def gathered_elements(shape: ModelShape, layout: Layout, stage: int) -> int:
@@ -256,6 +260,31 @@ def inflight_chunks(layout: Layout, stage: int) -> int:
     return min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v)
 
 
+def inflight_layers(shape: ModelShape, layout: Layout, stage: int) -> int:
+    """Layer activations (one layer, one micro-batch each) pipeline rank `stage` holds at its peak. The
+    schedule runs inflight_chunks - 1 forwards to warm up, then one forward and one backward in turn
+    (the peak falls after a forward); forwards take the rank's chunks in turn, N micro-batches each
+    (N = pp, Megatron's interleaved order; torch.distributed.pipelining's flexible interleaved 1F1B
+    takes the same N whenever the micro-batches are a multiple of pp), the
+    backwards the chunks in reverse. With chunks of equal size this is inflight_chunks times a chunk's
+    layers; with layout.embedding_slots the embedding's and the output layer's chunks hold one layer
+    fewer, which lowers the peak of the first stage."""
+    sizes = [stop - start for start, stop in stage_layers(shape, layout, stage)]
+    v, m = layout.vpp, layout.num_micro_batches
+    group = max(1, min(layout.pp, m))
+    if len(set(sizes)) == 1:
+        return inflight_chunks(layout, stage) * sizes[0]
+    forwards = [sizes[(k // group) % v] for k in range(m * v)]
+    backwards = [sizes[v - 1 - (k // group) % v] for k in range(m * v)]
+    warm = inflight_chunks(layout, stage) - 1
+    held = peak = sum(forwards[:warm])
+    for k in range(warm, m * v):
+        held += forwards[k]
+        peak = max(peak, held)
+        held -= backwards[k - warm]
+    return peak
+
+
 def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: float,
                  dp_rank: int = 0) -> StageMemory:
     """Memory of one GPU of pipeline rank `stage` (data-parallel rank `dp_rank`; rank 0 holds the most).
@@ -268,12 +297,11 @@ def stage_memory(shape: ModelShape, layout: Layout, stage: int, overhead_gib: fl
     sp_div = t if layout.sequence_parallel else 1
     e = 4 if layout.precision == "fp32" else 2
     chunks = inflight_chunks(layout, stage)
-    chunk_layers = shape.num_layers // (layout.pp * layout.vpp)
     layers_per_rank = sum(stop - start for start, stop in stage_layers(shape, layout, stage))
     encoder_decoder = shape.traits.encoder_decoder  # one stage holding both stacks
     n_layers = shape.num_layers + shape.num_decoder_layers if encoder_decoder else layers_per_rank
-    act = chunks * chunk_layers * stage_layer_activation_bytes(shape, layout, stage) if not encoder_decoder else \
-        n_layers * layer_activation_bytes(shape, layout)
+    act = inflight_layers(shape, layout, stage) * stage_layer_activation_bytes(shape, layout, stage) \
+        if not encoder_decoder else n_layers * layer_activation_bytes(shape, layout)
     if layout.recompute == "full":  # one layer's full set is live while it is recomputed
         act += layer_activation_bytes(shape, layout, recompute="none", moe=shape.moe)
     act += ring_buffer_bytes(shape, layout)

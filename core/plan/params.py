@@ -66,10 +66,17 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
         raise PlanError(f"pipeline parallelism for {shape.traits.title} is not supported (as in Megatron-LM); use pp=1")
     if layout.vpp > 1 and p == 1:
         raise PlanError("vpp > 1 needs pp > 1 (interleaving needs a pipeline)")
-    if shape.num_layers % (p * layout.vpp):
+    slots = pipeline_slots(shape, layout)
+    if slots % (p * layout.vpp):
         what = f"pp x vpp = {p} x {layout.vpp}" if layout.vpp > 1 else f"pp {p}"
+        if layout.embedding_slots:
+            raise PlanError(f"num_layers {shape.num_layers} + 2 (embedding_slots: the embedding and the output "
+                            f"layer each take a layer's place) is not divisible by {what}")
         raise PlanError(f"num_layers {shape.num_layers} is not divisible by {what}; "
                         "every pipeline stage must hold the same number of layers")
+    if layout.embedding_slots and shape.traits.encoder_decoder:
+        raise PlanError(f"embedding_slots is for decoder-only models, not {shape.traits.title}; "
+                        "use embedding_slots=False")
     if layout.sequence_parallel and t == 1:
         raise PlanError("sequence parallelism needs tp > 1")
     seq = layout.seq_length or shape.seq_length
@@ -203,11 +210,24 @@ def head_shapes(shape: ModelShape, tp: int, pp: int) -> list[tuple[int, ...]]:
     return out
 
 
+def pipeline_slots(shape: ModelShape, layout: Layout) -> int:
+    """Layer places the pipeline split divides evenly: the layers, and with layout.embedding_slots one
+    more each for the embedding (the first place) and the output layer with its loss (the last)."""
+    return shape.num_layers + (2 if layout.embedding_slots else 0)
+
+
 def stage_layers(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[int, int]]:
-    """The (start, stop) layer ranges of each model chunk on pipeline rank `stage`."""
+    """The (start, stop) layer ranges of each model chunk on pipeline rank `stage` (chunk c holds the
+    places (c p + stage) k to (c p + stage + 1) k, k = places / (p v); with embedding_slots the
+    embedding's and the output layer's places hold no layer, so those two chunks hold k - 1)."""
     p, v = layout.pp, layout.vpp
-    per_chunk = shape.num_layers // (p * v)
-    return [((c * p + stage) * per_chunk, (c * p + stage + 1) * per_chunk) for c in range(v)]
+    per_chunk = pipeline_slots(shape, layout) // (p * v)
+    shift = 1 if layout.embedding_slots else 0
+    n = shape.num_layers
+
+    def layer(place: int) -> int:
+        return min(n, max(0, place - shift))
+    return [(layer((c * p + stage) * per_chunk), layer((c * p + stage + 1) * per_chunk)) for c in range(v)]
 
 
 def stage_shapes(shape: ModelShape, layout: Layout, stage: int, experts: bool | None = None) -> list[tuple[int, ...]]:

@@ -115,15 +115,19 @@ KORTHIKANTI_2240 = [("full", 0.421), ("selective", 0.542)]
 LLAMA3_SOURCE = "Llama 3 405B (Llama Team 2024)"
 LLAMA3 = [(8192, 8, 1, 16, 64, 8192, 32, 430.0), (16384, 8, 1, 16, 128, 8192, 16, 400.0),
           (16384, 8, 16, 16, 8, 131072, 16, 380.0)]
-LLAMA3_ASSUMED = ("126 layers on 16 stages: the first and last stage hold one layer fewer to make room for the "
-                  "embedding and output layer (paper 3.3.2), planned as 128 equal layer slots with the output "
-                  "layer in the last slot, FLOPs counted on the real 126-layer model; TFLOP/s counted with the "
-                  "full attention core, as Megatron-LM counts (the paper does not give its count); micro-batch 1; "
-                  "vpp 4 (the paper tunes an interleaved schedule for few micro-batches, 16 or 32 here, but does "
-                  "not give its chunks); selective recompute; flash attention; sharded optimizer state with "
-                  "overlapped gradient reduce and parameter gather; memory not checked (the paper's measures, "
-                  "gradients sharded with the optimizer state and early deallocation, are not modelled: the "
-                  "planner puts these rows at 86-101 GiB)")
+LLAMA3_ASSUMED = ("micro-batch 1; TFLOP/s counted with the full attention core, as Megatron-LM counts (the paper "
+                  "does not give its count); flash attention; the 128K row with selective recompute (the paper says "
+                  "only that 8K sequences train without activation checkpointing); the interleaved schedule takes "
+                  "N = pp = 16 micro-batches per round (the paper tunes N without giving it; "
+                  "torch.distributed.pipelining's flexible interleaved 1F1B takes 16 for 16 or 32 micro-batches): "
+                  "the 8K-GPU row's 32 micro-batches keep 141 layer activations in flight on stage 1, 80.1 GiB of 80 "
+                  "with the planner's 3 GiB overhead; gradients reduce-scattered per micro-batch under the backward "
+                  "(the planner's ZeRO-2)")
+LLAMA3_STATED = ("126 layers on 16 stages with the embedding and the output layer each in a layer's place, so "
+                 "that the first and last stage hold one layer fewer and the first chunk holds only the embedding "
+                 "(3.3.2): one layer place per chunk, 128 / 16 = vpp 8 (embedding_slots); FSDP sharding the "
+                 "gradients and optimizer state, weights kept whole after the forward (3.3.2: ZeRO-2, shard grads); "
+                 "8K sequences without activation checkpointing (3.3.2: recompute none)")
 
 # ---- Nemotron-4 340B (NVIDIA 2024, arXiv 2406.11704), Table 2 -------------------------------------------------
 # 96 layers, hidden 18432, 96 heads, 8 KV heads, FFN 73728 squared ReLU, RoPE, no bias, untied,
@@ -136,19 +140,43 @@ NEMOTRON = [(1536, 768, 10.3, 0.424), (3072, 1536, 10.3, 0.423), (6144, 2304, 8.
 # 70 layers, hidden 14336, 112 heads, vocabulary 250,680 (padded to 250,880), s = 2048, global batch 2048, 384 A100-80GB
 # (48 nodes, 8 GPUs with NVLink, 4 x 100 Gbit/s Omni-Path per node: 6.25 GB/s per GPU),
 # Megatron-DeepSpeed with TP 4, PP 12, DP 8 (48 GPUs per replica) and ZeRO stage 1, bf16;
-# "about 150 TFLOPs" per GPU (the BigScience 176B model card, bigscience.notion.site).
+# "about 150 TFLOPs" per GPU (the BigScience 176B model card, bigscience.notion.site). The run's
+# README and slurm script (github.com/bigscience-workshop/bigscience train/tr11-176B-ml) state
+# micro-batch 2 ("MBS=2 performs the fastest"), --checkpoint-activations, the partition (pp rank 0:
+# embedding + 5 blocks, ranks 1-10: 6 blocks, rank 11: 5 blocks + the tied output layer) and, in its
+# days-to-go formula, 105 s per iteration at the global batch of 2048 (150 TFLOP/s implies 104.5 s).
+
+# ---- OPT-175B (Zhang et al. 2022, arXiv 2205.01068, sec. 2.4) ---------------------------------------------
+# 96 layers, hidden 12288, 96 heads, FFN 4h ReLU, learned positions, tied embeddings, vocabulary 50,272,
+# s = 2048; 992 A100-80GB (Azure, 8 x 200 Gbit/s InfiniBand per node), Fully Sharded Data Parallel with
+# Megatron-LM tensor parallelism 8 (dp 124), fp16, "up to 147 TFLOP/s per GPU", batch 2M tokens. The
+# logbook's final note (metaseq projects/OPT/chronicles/final_update.md) gives the run's compute as
+# 4.30E+23 FLOPs for 300B tokens: Narayanan et al.'s eq. 3 (recompute counted) to three digits, so the
+# 147 is counted that way. metaseq's launcher (metaseq/launcher/opt_baselines.py, written after the 175B
+# run from its script) sets the per-rank batch as (tokens // (gpus / tp)) // 2048 sequences with
+# update-freq 1, full activation checkpointing and `--ddp-backend fully_sharded`.
+OPT_SOURCE = "OPT-175B (Zhang et al. 2022)"
+OPT_ASSUMED = ("8 sequences per data-parallel rank in one micro-batch (metaseq's rule with its M = 2^20: "
+               "2M tokens // 124 ranks // 2048 = 8, so 992 sequences, 2.03M tokens, per step); FSDP as ZeRO-3 (weights, gradients and "
+               "optimizer state sharded over the 124 ranks, weights gathered per layer in the forward and again "
+               "in the backward with the next layer prefetched; metaseq's later baseline script turns the "
+               "backward gather off, '--no-reshard-after-forward'), gradients reduce-scattered under the "
+               "backward and counted in fp32 as megazoo's; full recompute; no sequence parallelism; unfused "
+               "attention; TFLOP/s counted as eq. 3 (the logbook's 4.30E+23 FLOPs)")
+
 BLOOM_SOURCE = "BLOOM 176B (BigScience 2022)"
 
 
-BLOOM_INDICATIVE = ("the figure is 'about 150 TFLOPs', the micro-batch is not stated, and 70 layers on 12 stages "
-                    "need a stand-in shape; with Megatron's per-layer times (the other A100 sources) the busiest stage "
-                    "alone takes about as long as the published step, so no setting of this row reconciles it")
+BLOOM_INDICATIVE = ("the planner's step is 16% long: its busiest stage alone (128 micro-batches of 6 layer slots, "
+                    "95 s) leaves 10 s for fill, drain and communication, where Megatron's bubble alone is 8 s and "
+                    "DeepSpeed's 2 (p - 1) rule, read off MT-NLG, 16 s; without that rule the row is +8% (within 10%) "
+                    "and MT-NLG's rows -15 to -18%, so no one rule holds both sources (docs/parallelism.md)")
 
 
-def llama3_405b(seq: int, layers: int = 126, head: bool = True) -> ModelShape:
-    return ModelShape(num_layers=layers, hidden_size=16384, num_heads=128, num_kv_heads=8, ffn_hidden_size=53248,
+def llama3_405b(seq: int) -> ModelShape:
+    return ModelShape(num_layers=126, hidden_size=16384, num_heads=128, num_kv_heads=8, ffn_hidden_size=53248,
                       vocab_size=128256, seq_length=seq, activation="swiglu", tie_embeddings=False, arch="llama",
-                      position="rope", norm="rmsnorm", bias=False, dropout=False, lm_head=head, name="llama3-405b")
+                      position="rope", norm="rmsnorm", bias=False, dropout=False, name="llama3-405b")
 
 
 def nemotron4_340b() -> ModelShape:
@@ -211,7 +239,7 @@ def published_rows() -> list[PublishedRow]:
                                  cite="NVIDIA/Megatron-LM megatron/core/transformer/moe/README.md (MCore v0.8)",
                                  assumed="distributed optimizer with overlapped reduce and gather; balanced routing; "
                                          "the 438 TFLOP/s taken as this mapping's figure"))
-    rows += korthikanti_rows() + llama3_rows() + nemotron_rows() + bloom_rows()
+    rows += korthikanti_rows() + llama3_rows() + nemotron_rows() + opt_rows() + bloom_rows()
     return rows
 
 
@@ -243,12 +271,12 @@ def korthikanti_rows() -> list[PublishedRow]:
 def llama3_rows() -> list[PublishedRow]:
     rows = []
     for gpus, tp, cp, pp, dp, seq, per_dp, tflops in LLAMA3:
-        layout = _mcore_h100(gpus, tp, pp, 4, dp * per_dp, cp=cp, seq_length=seq, recompute="selective")
+        layout = _mcore_h100(gpus, tp, pp, 8, dp * per_dp, cp=cp, seq_length=seq, embedding_slots=True, shard="grads",
+                             recompute="none" if seq == 8192 else "selective")
         rows.append(PublishedRow(LLAMA3_SOURCE, f"405B on {gpus} H100, cp {cp}, seq {seq // 1024}K",
-                                 llama3_405b(seq, 128, head=False), layout, "h100", tflops, "megatron2024",
-                                 interleave_assumed=True,
-                                 cite="arXiv 2407.21783, Table 4", assumed=LLAMA3_ASSUMED,
-                                 flops_shape=llama3_405b(seq)))
+                                 llama3_405b(seq), layout, "h100", tflops, "megatron2024",
+                                 cite="arXiv 2407.21783, Table 4 and sec. 3.3.2",
+                                 assumed=LLAMA3_ASSUMED + "; stated, as planned: " + LLAMA3_STATED))
     return rows
 
 
@@ -264,16 +292,26 @@ def nemotron_rows() -> list[PublishedRow]:
     return rows
 
 
+def opt_rows() -> list[PublishedRow]:
+    shape = replace(gpt("175B", 96, 12288, 96, 50272, 2048, tied=True), activation="relu", name="opt-175b")
+    layout = Layout(gpus=992, tp=8, pp=1, micro_batch=8, global_batch=992, sp=False, recompute="full", shard="full",
+                    overlap_grad_reduce=True, flash_attention=False, precision="fp16")
+    return [PublishedRow(OPT_SOURCE, "175B on 992 A100 (FSDP)", shape, layout, "a100-80gb", 147.0, "narayanan",
+                         cite="arXiv 2205.01068 sec. 2.4; metaseq projects/OPT/chronicles/final_update.md",
+                         assumed=OPT_ASSUMED)]
+
+
 def bloom_rows() -> list[PublishedRow]:
     shape = gpt("176B", 112, 14336, 70, 250680, 2048, tied=True)
     slots = replace(shape, num_layers=72, lm_head=False, name="bloom-176b (72 layer slots)")
     layout = Layout(gpus=384, tp=4, pp=12, micro_batch=2, global_batch=2048, sp=False, recompute="full",
                     distributed_optimizer=True, flash_attention=False, scatter_gather=False, network_gb_s=6.25,
                     pipeline_engine="deepspeed")
-    return [PublishedRow(BLOOM_SOURCE, "176B on 384 A100", slots, layout, "a100-80gb", 150.0, "narayanan",
+    return [PublishedRow(BLOOM_SOURCE, "176B on 384 A100", slots, layout, "a100-80gb", 150.0, "narayanan", 105.0,
                          flops_shape=shape, indicative=BLOOM_INDICATIVE,
-                         cite="arXiv 2211.05100 sec. 3.4; bigscience.notion.site BigScience-176B-Model",
-                         assumed="micro-batch 2; DeepSpeed's pipeline (full activations sent, plain 1F1B); TFLOP/s "
+                         cite="arXiv 2211.05100 sec. 3.4; bigscience.notion.site BigScience-176B-Model; "
+                              "github.com/bigscience-workshop/bigscience train/tr11-176B-ml README.md and .slurm",
+                         assumed="DeepSpeed's pipeline (full activations sent, plain 1F1B); TFLOP/s "
                                  "counted as Megatron-DeepSpeed's eq. 3 (recompute included); ALiBi planned as "
                                  "learned positions; 70 layers on 12 stages split as Megatron-DeepSpeed's "
                                  "'type:transformer|embedding' partition (the embedding and the tied output layer "

@@ -168,6 +168,10 @@ class Layout:
     ep: int = 1  # expert parallelism: each rank of an ep group holds num_experts / ep experts
     cp_overlap: bool = True  # the ring's K/V sends run under the attention of the chunk in hand
     vpp: int = 1  # model chunks per pipeline rank (interleaved 1F1B when > 1)
+    # the embedding and the output layer (with the loss) each take one layer's place in the pipeline
+    # split: stage 0's first chunk and the last stage's last chunk hold one layer fewer (Llama 3, sec.
+    # 3.3.2; Megatron-LM's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split)
+    embedding_slots: bool = False
     micro_batch: int = 1
     global_batch: int | None = None  # sequences per step; None: one micro-batch per replica
     seq_length: int | None = None  # None: the model's
@@ -266,3 +270,6 @@ class Efficiency:
     overlap_exposed: float = 0.25  # share of an overlapped communication left on the critical path
     overhead_gib: float = 3.0  # CUDA context, NCCL buffers, workspaces, allocator fragmentation
     step_overhead_s: float = 0.0  # fixed per-step cost (data loading, logging)
+    # structural rules switched off (core/plan/fit.py RULES names them and the source each came from):
+    # the leave-one-source-out check of the rules plans a rule's source without it; empty in every plan
+    rules_off: frozenset = frozenset()

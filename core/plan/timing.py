@@ -45,6 +45,7 @@ class StepTime:
 # gradient (4 + 4) and the cast back to bf16 for the output layer's backward GEMMs (4 + 2). It moves the
 # rows whose vocabulary is large against the hidden size (the H100 table's 1.7B: V = 131,072, h = 2048).
 CROSS_ENTROPY_BYTES = 52
+CROSS_ENTROPY_BYTES_BEFORE = 20  # the count before issue 44 (rules_off "cross_entropy_bytes")
 
 
 def gemm_time(m: float, k: float, n: float, gpu: GPU, eff: Efficiency, batch: float = 1.0) -> float:
@@ -192,7 +193,7 @@ def all_to_all_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency
 
 def pp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency) -> float:
     per_node = layout.gpus_per_node or gpu.gpus_per_node
-    if layout.tp * layout.dp * layout.pp <= per_node:
+    if layout.gpus <= per_node:  # tp x cp x dp x pp: the whole grid on one node
         return (layout.nvlink_gb_s or gpu.nvlink_gb_s) * 1e9 * eff.link_fraction
     return (layout.network_gb_s or gpu.network_gb_s) * 1e9 * eff.link_fraction
 
@@ -277,7 +278,8 @@ def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Eff
     tp_one = 2 * (t - 1) / t * e * s * b * h / tp_bandwidth(layout, gpu, eff) if t > 1 else 0.0
     if stage == layout.pp - 1:  # output layer GEMMs and cross-entropy
         vocab = shape_vocab(shape, t) / t
-        seconds += 3 * gemm_time(b * s, h, vocab, gpu, eff) + _bytes_time(CROSS_ENTROPY_BYTES * b * s * vocab, gpu, eff)
+        ce_bytes = CROSS_ENTROPY_BYTES_BEFORE if "cross_entropy_bytes" in eff.rules_off else CROSS_ENTROPY_BYTES
+        seconds += 3 * gemm_time(b * s, h, vocab, gpu, eff) + _bytes_time(ce_bytes * b * s * vocab, gpu, eff)
         seconds += 2 * tp_one * exposed
         tp_total += 2 * tp_one * exposed
         flops += 6 * b * s * h * vocab
@@ -287,7 +289,7 @@ def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Eff
     return seconds, tp_total, flops, cp_total, ep_total
 
 
-def bubble_time(layout: Layout, t_mb: float) -> float:
+def bubble_time(layout: Layout, t_mb: float, eff: Efficiency | None = None) -> float:
     """Pipeline fill and drain: (p - 1) / v micro-batch times (forward, recompute and backward) for
     Megatron-LM's 1F1B and interleaved schedules.
 
@@ -302,8 +304,20 @@ def bubble_time(layout: Layout, t_mb: float) -> float:
     where the second (p - 1) comes from (the mechanism is our reading of the schedule; the size is
     the table's)."""
     p, v = layout.pp, layout.vpp
-    slots = 2 * (p - 1) if layout.pipeline_engine == "deepspeed" else (p - 1) / v
+    rule = eff is None or "deepspeed_bubble" not in eff.rules_off
+    slots = 2 * (p - 1) if layout.pipeline_engine == "deepspeed" and rule else (p - 1) / v
     return slots * t_mb
+
+
+def overlapped_exposed(total: float, buckets: int, eff: Efficiency) -> float:
+    """Exposed seconds of an overlapped data-parallel collective of `total` seconds cut into
+    `buckets` equal buckets: the share an overlapped collective leaves exposed (eff.overlap_exposed),
+    and never less than one bucket. The last gradient bucket is complete only when the backward pass
+    ends (the first weight bucket is needed before the forward can start), so nothing hides it: it
+    binds for few, large buckets (ZeRO-3's layer units of a small model, a model in one bucket).
+    A stricter reading (every bucket past the last micro-batch's backward exposed, Megatron-Core's
+    schedule) was tried and rejected: docs/parallelism.md has its figures."""
+    return max(eff.overlap_exposed * total, total / max(1, buckets))
 
 
 def zero3_gather_exposed(gather_pass: float, units: int, t_mb: float, layout: Layout, eff: Efficiency) -> float:
@@ -317,8 +331,14 @@ def zero3_gather_exposed(gather_pass: float, units: int, t_mb: float, layout: La
     g = gather_pass / units
     if not layout.shard_prefetch:
         return 2 * gather_pass
-    forward = t_mb / (4 if layout.recompute == "full" else 3)
+    forward = forward_share(layout) * t_mb
     return sum(g + (units - 1) * max(eff.overlap_exposed * g, g - c / units) for c in (forward, t_mb - forward))
+
+
+def forward_share(layout: Layout) -> float:
+    """The forward pass's share of a micro-batch's time: a third (forward 1, backward 2), a quarter
+    with full recompute (the backward runs the forward again)."""
+    return 1 / (4 if layout.recompute == "full" else 3)
 
 
 def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> StepTime:
@@ -327,7 +347,7 @@ def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> S
     slowest = max(range(p), key=lambda i: per_stage[i][0])
     t_mb, tp_mb, flops_mb, cp_mb, ep_mb = per_stage[slowest]
     compute = m * t_mb
-    bubble = bubble_time(layout, t_mb)
+    bubble = bubble_time(layout, t_mb, eff)
     # pipeline sends: each chunk boundary sends the activation forward and its gradient back
     s = (layout.seq_length or shape.seq_length) // layout.cp
     e = 4 if layout.precision == "fp32" else 2
@@ -364,13 +384,23 @@ def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> S
                 gather = e * traffic["all_gather"] * n / bw
                 dp_bytes += traffic["bytes"] * n
                 dp_total += reduce + gather
-                dp_comm += reduce * (eff.overlap_exposed if layout.overlap_grad_reduce else 1.0)
+                # the gradient buckets: ZeRO-3's layer units (each reduce-scattered once its gradients are
+                # in), else bucket_size elements; ZeRO-2/3 reduce every micro-batch under its own backward,
+                # the others once, under the last micro-batch's backward
+                buckets = len(layer_units) if how == "full" else -(-n // layout.bucket_size)
+                times = m if how in ("grads", "full") else 1
+                if layout.overlap_grad_reduce:
+                    dp_comm += times * overlapped_exposed(reduce / times, buckets, eff)
+                else:
+                    dp_comm += reduce
                 if how == "full":  # the layers: per micro-batch, forward and backward (the prefetch rule)
                     gather_pass += gather / (2 * m)
                 elif mode == "full":  # the roots: once, at the first forward, before any layer
                     dp_comm += gather
+                elif layout.overlap_param_gather:  # once per step, under the next step's first forward
+                    dp_comm += overlapped_exposed(gather, buckets, eff)
                 else:  # once per step, after the optimizer
-                    dp_comm += gather * (eff.overlap_exposed if layout.overlap_param_gather else 1.0)
+                    dp_comm += gather
         optimizer_bytes += 34.0 * params / (d if layout.sharded else 1)
     if gather_pass:
         dp_comm += m * zero3_gather_exposed(gather_pass, len(layer_units), t_mb, layout, eff)

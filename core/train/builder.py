@@ -12,6 +12,7 @@ A builder says:
     chunks(ctx, seed, device)      this rank's model chunks (one per virtual pipeline stage), fp32,
                                    initialised layout-independently from `seed`
     load_weights(chunks, path, ctx) fill the chunks from a pretrained folder (train.init_from)
+    weight_reader(path, ctx)       the same a tensor at a time, for ZeRO-3 (default: none)
     flops_per_iteration(batch, tp, seq_length), num_parameters(tp)
     hidden_size, seq_length, vocab_size
 and, with defaults here (next-token pretraining on megazoo.core.data's GPT samples):
@@ -62,6 +63,12 @@ class Builder:
         from megazoo.core.train.errors import ConfigError
 
         raise ConfigError(f"model.arch={self.to_dict().get('arch')!r} cannot start from train.init_from")
+
+    def weight_reader(self, path, ctx) -> tuple:
+        """(reader, None): train.init_from read a tensor at a time into ZeRO-3's shards, from chunks
+        built on the meta device (reader.bind(chunks, seed), reader.values(params): see
+        megazoo.zoo.pretrained.UnitReader); (None, why not): load_weights reads it whole."""
+        return None, f"model.arch={self.to_dict().get('arch')!r} loads its weights whole"
 
     def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
         return 0.0
@@ -148,6 +155,11 @@ class TaskBuilder(Builder):
 
     def load_weights(self, chunks, path, ctx) -> dict:
         return self.model.load_weights(chunks, path, ctx)
+
+    def weight_reader(self, path, ctx) -> tuple:
+        if type(self).load_weights is not TaskBuilder.load_weights:  # the task loads its own way
+            return None, f"task {self.task.get('name')!r} loads its weights its own way"
+        return self.model.weight_reader(path, ctx)
 
     def flops_per_iteration(self, batch: int, tp: int = 1, seq_length: int | None = None) -> float:
         return self.model.flops_per_iteration(batch, tp, seq_length)

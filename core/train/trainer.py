@@ -37,6 +37,7 @@ from megazoo.core.train.memory import check_offload_memory
 from megazoo.core.train.monitor import Monitor
 from megazoo.core.train.precision_probe import settle
 from megazoo.core.train.rampup import SampleSchedule, build_ramp, check_schedule
+from megazoo.core.train.sharded_init import build_chunks
 from megazoo.core.train.trainable import apply_trainable
 
 
@@ -81,8 +82,8 @@ class Trainer:
         # an explicit bf16 whose GEMMs are slower on this CPU gets a warning line
         self.precision_line = settle(cfg, self.ctx.device, self.ctx.rank, world)
         self.dtype = cfg.compute_dtype
-        self._build_model()
         resume_folder = self._find_resume(monitor)
+        self._build_model(resume_folder)
         self._load_initial_weights(resume_folder)
         self._build_optimizer()
         self._build_data()
@@ -93,12 +94,14 @@ class Trainer:
         resumed_from = self._resume(resume_folder, monitor) if resume_folder is not None else None
         self._start_log(monitor, resumed_from)
 
-    def _build_model(self) -> None:
-        """This rank's chunks, in training mode (the allocator policy set before the first big tensor)."""
+    def _build_model(self, resume_folder=None) -> None:
+        """This rank's chunks, in training mode (the allocator policy set before the first big tensor);
+        under ZeRO-3 starting from train.init_from, built on the meta device when the weights can be
+        read a unit at a time into the shards (core/train/sharded_init.py)."""
         cfg, ctx = self.cfg, self.ctx
         # the allocator policy is set before the first big tensor: memory that stays mapped
         self.allocator_policy = set_allocator_policy(cfg.train.allocator, ctx.device)
-        self.chunks = self.builder.chunks(ctx, cfg.train.seed)
+        self.chunks, self.unit_reader, self.init_note = build_chunks(cfg, self.builder, ctx, resume_folder)
         self.has_moe = bool(self.builder.to_dict().get("moe"))  # MoE metrics in the log (collective: every rank)
         check_context_parallel(cfg, self.builder, self.chunks)
         for c in self.chunks:
@@ -117,7 +120,9 @@ class Trainer:
         """train.init_from (unless the run resumes itself), then train.trainable."""
         t = self.cfg.train
         self.init_report = None
-        if t.init_from and resume_folder is None:
+        if self.unit_reader is not None:  # read later, a unit at a time, by the optimizer's buffers
+            self.init_report = self.unit_reader.report
+        elif t.init_from and resume_folder is None:
             self.init_report = self.builder.load_weights(self.chunks, t.init_from, self.ctx)
         self.trainable = apply_trainable(self.chunks, t.trainable)
 
@@ -141,7 +146,9 @@ class Trainer:
             local = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))
             check_offload_memory(sum(p.numel() for c in self.chunks for p in c.parameters() if p.requires_grad),
                                  shards, local)
-        self.optimizer = MixedPrecisionOptimizer(self.chunks, self.ctx, settings, self.dtype, self.scaler)
+        self.optimizer = MixedPrecisionOptimizer(self.chunks, self.ctx, settings, self.dtype, self.scaler,
+                                                 initial=self.unit_reader)
+        self.unit_reader = None  # read: the chunks hold their weights now
         if t.compile:  # in place (state_dict names unchanged); compiles on the first step
             for c in self.chunks:
                 c.compile(backend=t.compile_backend)
@@ -230,7 +237,8 @@ class Trainer:
         if resumed_from:
             self.monitor.message(f"resumed from {resumed_from} at step {self.step}")
         elif self.init_report is not None:
-            self.monitor.message(describe_init(t.init_from, self.init_report))
+            self.monitor.message(describe_init(t.init_from, self.init_report)
+                                 + (f" ({self.init_note})" if self.init_note else ""))
         if self.ramp is not None:
             self.monitor.message(self.ramp.describe())
         if self.schedule.unit != "steps":

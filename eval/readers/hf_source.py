@@ -18,6 +18,8 @@ Problems are one line each (`RowError`, a ReaderError, so the CLI boundary gives
 `FILE: row N: problem`, `FILE: problem` (a missing column, with the schema expected; an empty split),
 and for a Hub id that cannot be fetched, `hf:NAME: ...` with the fix (download, save_to_disk, pass the
 folder). A package's reader subclasses RowError with its own error class, as json_stream's ItemError.
+A reader whose checks live in its native code gets the rows through NumberedRows, which turns the
+native `file:line` errors about a row into these `FILE: row N` ones.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +79,7 @@ class Part:
     columns: list[str]
     batches: Callable[[list[str]], Iterator[dict[str, list]]]
     unit: str = "row"
+    features: Callable[[], Any] | None = None  # the datasets.Features, built only when asked (label_names)
 
 
 def parse_spec(path: str | os.PathLike) -> Spec:
@@ -126,7 +130,7 @@ def _dataset_part(label: str, ds) -> Part:
     """A `datasets.Dataset` (memory-mapped Arrow) as a Part."""
     def batches(columns):
         yield from ds.select_columns(columns).iter(batch_size=BATCH)
-    return Part(label, list(ds.column_names), batches)
+    return Part(label, list(ds.column_names), batches, features=lambda: ds.features)
 
 
 def _parquet_part(file: Path) -> Part:
@@ -141,7 +145,12 @@ def _parquet_part(file: Path) -> Part:
     def batches(columns):
         for batch in reader.iter_batches(batch_size=BATCH, columns=columns):
             yield batch.to_pydict()
-    return Part(str(file), names, batches)
+
+    def features():  # from the schema's `huggingface` metadata, where datasets wrote the file
+        import datasets
+
+        return datasets.Features.from_arrow_schema(reader.schema_arrow)
+    return Part(str(file), names, batches, features=features)
 
 
 def _arrow_part(file: Path) -> Part:
@@ -334,6 +343,77 @@ def iter_rows(path: str | os.PathLike, columns: Sequence[str], schema: str, *, s
     if not total:
         raise error(parse_spec(path).text, None, f"holds no rows{f' in split {split!r}' if split else ''} "
                                                  f"(expected {schema})")
+
+
+def column_names(path: str | os.PathLike, split: str | None = None, error: type[RowError] = RowError) -> list[str]:
+    """The columns of a source's (first) part, without reading rows: lets a reader of several schemas
+    (WoW, WoI, Reddit comments) choose before it reads."""
+    try:
+        parts = open_parts(path, split)
+    except RowError as exc:
+        raise exc if isinstance(exc, error) else error(exc.path, exc.row, exc.problem) from None
+    return list(parts[0].columns) if parts else []
+
+
+def label_names(path: str | os.PathLike, column: str, split: str | None = None) -> list[str] | None:
+    """The names of a ClassLabel column (or a list of ClassLabel, as NER tags) as the source declares
+    them (datasets' features, kept in a parquet file's metadata); None when the column is not one."""
+    for part in open_parts(path, split):
+        feature = part.features().get(column) if part.features else None
+        while feature is not None and not hasattr(feature, "names") and hasattr(feature, "feature"):
+            feature = feature.feature  # List / Sequence of ...
+        if feature is not None and hasattr(feature, "names"):
+            return list(feature.names)
+    return None
+
+
+class NumberedRows:
+    """The rows of a source for a native reader: (number, row) pairs numbered from 1 across its parts,
+    which the reader checks with its own rules and errors (`file:line: problem`, LineError, or
+    `file: item N: problem`, ItemError, the number standing for the line or item). Inside
+    `native_errors(...)` such an error about number N becomes `error` naming N's part and its row
+    (`FILE: row N: problem`), so one set of checks serves the native file and the HF dataset:
+
+        rows = NumberedRows(path, COLUMNS, SCHEMA, error=SbicRowError)
+        with rows.native_errors(SbicFormatError):
+            return native_reader(rows.text, iter(rows))
+    """
+
+    def __init__(self, path: str | os.PathLike, columns: Sequence[str], schema: str, *,
+                 error: type[RowError] = RowError, **options):
+        self.text = parse_spec(path).text  # what the native reader names in its messages
+        self.error = error
+        self._rows = iter_rows(path, columns, schema, error=error, **options)
+        self._starts: list[tuple[int, str, str]] = []  # (first number, part label, unit), one per part
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        number = 0
+        for label, n, row, unit in self._rows:
+            number += 1
+            if n == 1:
+                self._starts.append((number, label, unit))
+            yield number, row
+
+    def error_for(self, exc: ReaderError) -> RowError:
+        """The RowError for a native reader's error about a row number (its `item`, else its `line`)."""
+        if isinstance(exc, RowError):
+            return exc
+        number = getattr(exc, "item", None) or getattr(exc, "line", 0)
+        for first, label, unit in reversed(self._starts):
+            if number >= first:
+                return self.error(label, number - first + 1, exc.problem, unit)
+        return self.error(self.text, None, exc.problem)
+
+    @contextmanager
+    def native_errors(self, *types: type[Exception]):
+        """Turn the native reader's errors of `types` (with `line` or `item`, and `problem`) into
+        RowErrors; a RowError (a missing column, no rows) passes as it is."""
+        try:
+            yield self
+        except types as exc:
+            if isinstance(exc, RowError):
+                raise
+            raise self.error_for(exc) from None
 
 
 # ---- shared column shapes ----------------------------------------------------------------------

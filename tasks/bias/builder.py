@@ -86,8 +86,10 @@ class BiasBuilder(HeadTaskBuilder):
     def read(self, data: dict) -> dict[str, list[Post]]:
         """The support and dev posts, each checked to hold both classes (a one-line ConfigError)."""
         s, out = self.settings, {}
+        from megazoo.eval.readers.hf_source import is_hf_source
+
         for name, path in self.files(data).items():
-            if not path.is_file():
+            if not (path.is_file() or is_hf_source(path)):  # a CSV, or the same columns as an HF dataset
                 raise ConfigError(f"task.{name}={getattr(s, name)!r}: no such file {path} (an SBIC v2 CSV; "
                                   f"`megazoo task bias data OUT_DIR` writes SBIC.v2.{{trn,dev,tst}}.csv)")
             try:

@@ -13,7 +13,8 @@ rows agree on it, the largest is taken), the mean over the post's annotators, th
 mean >= 0.5. An empty cell is an unanswered question (SBIC leaves the target questions empty when
 the post is not offensive) and does not count; a post nobody answered for the category has mean 0.
 The group task per target category (`group:race`, ...) counts an annotator as 1 when one of their
-rows names that `targetCategory`. Every malformed input raises `SbicFormatError`: `file:line: problem`.
+rows names that `targetCategory`. Every malformed input raises `SbicFormatError`: `file:line: problem`
+(in a Hugging Face dataset of the same columns, data_hf.py: `FILE: row N: problem`).
 The CSVs are streamed a row at a time (a gzip read directly); the posts, the readers' output, are kept.
 """
 
@@ -163,9 +164,18 @@ def is_aggregated(header) -> bool:
 
 
 def read_annotations(path, category: str = "offensive") -> list[Post]:
-    """Per-post labels from a per-annotation `SBIC.v2.{trn,dev,tst}.csv` (see the module docstring)."""
-    category = check_category(category)
+    """Per-post labels from a per-annotation `SBIC.v2.{trn,dev,tst}.csv` (see the module docstring), or
+    the same columns as a Hugging Face dataset (data_hf.py)."""
+    from megazoo.tasks.bias import data_hf  # social_bias_frames as parquet/arrow/save_to_disk/hf:
+    if data_hf.is_hf_source(path):
+        return data_hf.read_posts_hf(path, category, aggregated=False)
     header, rows = _rows(path)
+    return annotation_posts(path, header, rows, category)
+
+
+def annotation_posts(path, header: list[str], rows, category: str) -> list[Post]:
+    """The posts of (line, row) pairs of the per-annotation layout; `path` names the rows' source."""
+    category = check_category(category)
     column = "targetCategory" if category.startswith("group:") else CATEGORIES[category]
     if column not in header:
         raise SbicFormatError(path, 1, f"no `{column}` column for the {category} category")
@@ -195,9 +205,18 @@ def read_annotations(path, category: str = "offensive") -> list[Post]:
 
 
 def read_aggregated(path, category: str = "offensive") -> list[Post]:
-    """Per-post labels from an aggregated `SBIC.v2.agg.*.csv` (YN columns are annotator means)."""
-    category = check_category(category)
+    """Per-post labels from an aggregated `SBIC.v2.agg.*.csv` (YN columns are annotator means), or the
+    same columns as a Hugging Face dataset (data_hf.py)."""
+    from megazoo.tasks.bias import data_hf  # the aggregated columns as parquet/arrow/save_to_disk/hf:
+    if data_hf.is_hf_source(path):
+        return data_hf.read_posts_hf(path, category, aggregated=True)
     header, rows = _rows(path)
+    return aggregated_posts(path, header, rows, category)
+
+
+def aggregated_posts(path, header: list[str], rows, category: str) -> list[Post]:
+    """The posts of (line, row) pairs of the aggregated layout; `path` names the rows' source."""
+    category = check_category(category)
     if category.startswith("group:"):
         raise ValueError(f"{path}: the aggregated CSV lists target categories without per-annotator votes; "
                          f"use the per-annotation SBIC.v2.*.csv for {category}")
@@ -213,7 +232,11 @@ def read_aggregated(path, category: str = "offensive") -> list[Post]:
 
 
 def load_posts(path, category: str = "offensive") -> list[Post]:
-    """The posts of either SBIC CSV layout (told apart by the annotator columns)."""
+    """The posts of either SBIC CSV layout (told apart by the annotator columns), or of a Hugging Face
+    dataset with either layout's columns (`social_bias_frames`: data_hf.py)."""
+    from megazoo.tasks.bias import data_hf
+    if data_hf.is_hf_source(path):
+        return data_hf.read_posts_hf(path, category)
     path = Path(path)
     if not path.is_file():
         raise MissingFile(f"{path}: no such file (expected an SBIC v2 CSV)")

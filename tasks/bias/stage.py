@@ -41,9 +41,9 @@ def add_common(parser: argparse.ArgumentParser, also, classifier: bool = False) 
     from megazoo.core.argtypes import int_in
     from megazoo.core.fs import input_arg, output_arg
 
-    input_arg(parser, "--data", kind="file", required=True,
+    input_arg(parser, "--data", kind="file", required=True, hf=True,
               help="the test posts: SBIC.v2.tst.csv (per annotation) or an SBIC.v2.agg.*.csv")
-    input_arg(parser, "--support", kind="file", required=not classifier,
+    input_arg(parser, "--support", kind="file", required=not classifier, hf=True,
               help="the labelled support repository (an SBIC CSV)" + (
                   "; required with a decoder, left out with a fine-tuned classifier (it was trained on its "
                   "recipe's support set)" if classifier else ""))
@@ -56,7 +56,8 @@ def add_common(parser: argparse.ArgumentParser, also, classifier: bool = False) 
     parser.add_argument("--category", default="offensive", help=f"one of {', '.join(category_names())}")
     parser.add_argument("--selection", default="knn", choices=METHODS,
                         help="knn: class-balanced nearest neighbours (the paper's); random, fixed: ablations")
-    input_arg(parser, "--dev", kind="file", help="dev posts (an SBIC CSV) to tune the decision threshold on (max F1)")
+    input_arg(parser, "--dev", kind="file", hf=True,
+              help="dev posts (an SBIC CSV) to tune the decision threshold on (max F1)")
     input_arg(parser, "--embedder", kind="folder", help="the encoder folder for knn (default: the offline "
                                                         "all-MiniLM-L6-v2)")
     input_arg(parser, "--prompts", kind="file", help="a prompts YAML file (default: the package's prompts.yaml)")

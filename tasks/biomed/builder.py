@@ -101,7 +101,10 @@ class BiomedBuilder(HeadTaskBuilder):
         if not data.get("path"):
             raise ConfigError(f"task biomed (kind {kind}) needs data.path: a folder with {files} "
                               f"(`megazoo task biomed data OUT_DIR` writes one)")
-        if not Path(data["path"]).is_dir():
+        from megazoo.eval.readers.hf_source import is_hf_source
+
+        hf = is_hf_source(data["path"])  # a Hugging Face dataset of the kind's columns (data_hf.py)
+        if not (hf or Path(data["path"]).is_dir()):
             raise ConfigError(f"data.path={data['path']!r}: no such folder (a {kind} folder holds {files})")
         for split in (self.settings.train_split, self.settings.valid_split):  # parse now: errors before any rank starts
             try:
@@ -109,14 +112,16 @@ class BiomedBuilder(HeadTaskBuilder):
             except (ValueError, FileNotFoundError) as e:
                 raise ConfigError(str(e)) from None
             if kind == "ner":
-                self.check_labels(examples, split_file(data["path"], kind, split))
+                self.check_labels(examples, data["path"] if hf else split_file(data["path"], kind, split), hf)
 
-    def check_labels(self, sentences: list, path) -> None:
+    def check_labels(self, sentences: list, path, rows: bool = False) -> None:
+        """Every label is one of task.labels; `rows`: the sentences are a dataset's rows (line: the row)."""
         known = set(self.settings.labels)
         for s in sentences:
             for k, label in enumerate(s.labels):
                 if label not in known:
-                    raise ConfigError(f"{path}:{s.line + k}: label {label!r} is not one of task.labels "
+                    where = f"{path}: row {s.line}" if rows else f"{path}:{s.line + k}"
+                    raise ConfigError(f"{where}: label {label!r} is not one of task.labels "
                                       f"{self.settings.labels}; list the file's labels there (O first)")
 
     def data_sources(self, data: dict, tokenizer, seed: int, num_samples) -> tuple:

@@ -15,7 +15,8 @@ synonyms. An answer without `answer_start` is a synonym that is only matched, no
 
 Every file is streamed (a line, or a SQuAD article, at a time; a gzip is read directly) and every
 malformed input raises BiomedFormatError, `file:line: problem`; in a SQuAD file, whose parser gives no
-lines, a bad article raises its subclass BiomedArticleError, `file: article N: problem`.
+lines, a bad article raises its subclass BiomedArticleError, `file: article N: problem`. Each kind also
+takes its data as a Hugging Face dataset (data_hf.py; a problem is `FILE: row N: problem`).
 """
 
 from __future__ import annotations
@@ -138,9 +139,7 @@ def iter_ner_tsv(path: str | os.PathLike) -> Iterator[NerSentence]:
         token, label = parts[0].strip(), parts[1].strip()
         if not token:
             raise BiomedFormatError(path, number, "an empty token before the tab")
-        if not _TAG.match(label):
-            raise BiomedFormatError(path, number, f"label {label!r} is not in the B/I/O scheme "
-                                                  f"(B, I, O, or B-Type, I-Type)")
+        check_tag(label, path, number)
         if not tokens:
             first = number
         tokens.append(token)
@@ -149,8 +148,19 @@ def iter_ner_tsv(path: str | os.PathLike) -> Iterator[NerSentence]:
         yield NerSentence(tuple(tokens), tuple(labels), first)
 
 
+def check_tag(label: str, path, number: int) -> None:
+    """A NER label must be B, I, O, B-Type or I-Type (a TSV line's, or a dataset row's: data_hf.py)."""
+    if not _TAG.match(label):
+        raise BiomedFormatError(path, number, f"label {label!r} is not in the B/I/O scheme "
+                                              f"(B, I, O, or B-Type, I-Type)")
+
+
 def read_ner_tsv(path: str | os.PathLike) -> list[NerSentence]:
-    """All sentences of a BioBERT NER file (iter_ner_tsv)."""
+    """All sentences of a BioBERT NER file (iter_ner_tsv), or of a Hugging Face dataset of tokens and
+    tags (data_hf.py)."""
+    from megazoo.tasks.biomed import data_hf  # BLURB-style tokens/ner_tags rows (data_hf.py)
+    if data_hf.is_hf_source(path):
+        return data_hf.read_ner_hf(path)
     return list(iter_ner_tsv(path))
 
 
@@ -173,16 +183,25 @@ def iter_chemprot_tsv(path: str | os.PathLike) -> Iterator[Relation]:
         uid, sentence, label = (p.strip() for p in parts)
         if number == 1 and (uid, label) == ("index", "label"):
             continue  # BLUE's header
-        if label not in CHEMPROT_LABELS:
-            raise BiomedFormatError(path, number, f"label {label!r} is not one of {', '.join(CHEMPROT_LABELS)}")
-        if BOTH_MASK not in sentence and not all(m in sentence for m in MASKS):
-            missing = [m for m in MASKS if m not in sentence]
-            raise BiomedFormatError(path, number, f"the sentence lacks the entity mask {' and '.join(missing)}")
-        yield Relation(uid, sentence, label, number)
+        yield relation(uid, sentence, label, path, number)
+
+
+def relation(uid: str, sentence: str, label: str, path, number: int) -> Relation:
+    """A checked ChemProt example (a TSV line's fields, or a dataset row's: data_hf.py)."""
+    if label not in CHEMPROT_LABELS:
+        raise BiomedFormatError(path, number, f"label {label!r} is not one of {', '.join(CHEMPROT_LABELS)}")
+    if BOTH_MASK not in sentence and not all(m in sentence for m in MASKS):
+        missing = [m for m in MASKS if m not in sentence]
+        raise BiomedFormatError(path, number, f"the sentence lacks the entity mask {' and '.join(missing)}")
+    return Relation(uid, sentence, label, number)
 
 
 def read_chemprot_tsv(path: str | os.PathLike) -> list[Relation]:
-    """All rows of a BLUE ChemProt file (iter_chemprot_tsv)."""
+    """All rows of a BLUE ChemProt file (iter_chemprot_tsv), or of a Hugging Face dataset of its
+    columns (data_hf.py)."""
+    from megazoo.tasks.biomed import data_hf  # the TSV's index/sentence/label columns (data_hf.py)
+    if data_hf.is_hf_source(path):
+        return data_hf.read_chemprot_hf(path)
     return list(iter_chemprot_tsv(path))
 
 
@@ -239,8 +258,9 @@ def read_squad_json(path: str | os.PathLike) -> list[QAQuestion]:
 
 def read_split(folder: str | os.PathLike, kind: str, split: str):
     """The examples of one split of a release folder (or of a single file)."""
-    from megazoo.tasks.biomed import data_hf  # a Hugging Face dataset in the squad schema (data_hf.py)
-    if kind == "qa" and data_hf.is_hf_source(folder):
-        return data_hf.read_squad_hf(folder, split)
+    from megazoo.tasks.biomed import data_hf  # a Hugging Face dataset of the kind's columns (data_hf.py)
+    if data_hf.is_hf_source(folder):
+        read = {"ner": data_hf.read_ner_hf, "re": data_hf.read_chemprot_hf, "qa": data_hf.read_squad_hf}[kind]
+        return read(folder, split)
     path = split_file(folder, kind, split)
     return {"ner": read_ner_tsv, "re": read_chemprot_tsv, "qa": read_squad_json}[kind](path)

@@ -27,7 +27,7 @@ PROG = "megazoo task detox evaluate"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.tasks.detox.stage import add_sampling, add_scorer
 
-    input_arg(parser, "--prompts", kind="file", required=True, help="RealToxicityPrompts-format prompts.jsonl")
+    input_arg(parser, "--prompts", kind="file", required=True, hf=True, help="RealToxicityPrompts-format prompts.jsonl")
     input_arg(parser, "--checkpoint", kind="any", required=True,
               help="a megazoo checkpoint or Hugging Face folder (decoder)")
     output_arg(parser, "--out", kind="file", required=True,

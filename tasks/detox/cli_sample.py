@@ -33,14 +33,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # SGEAT self-generates 100k samples; the row list is held in memory (a pointer a row)
     parser.add_argument("--samples", type=int_in(1, 10_000_000), default=100, help="how many samples in all "
                                                                                     "(default 100)")
-    input_arg(parser, "--prompts", kind="file",
+    input_arg(parser, "--prompts", kind="file", hf=True,
               help="prompted self-generation: prompts.jsonl (prompt.text) or {\"text\"} lines")
     add_sampling(parser, max_new_tokens=1000, batch=8)
 
 
 def read_prompt_texts(path) -> list[str]:
     from megazoo.eval.readers.common import LineError, read_jsonl
+    from megazoo.tasks.detox import data_hf
 
+    if data_hf.is_hf_source(path):  # allenai/real-toxicity-prompts as a Hugging Face dataset
+        return [p.text for p in data_hf.iter_prompts_hf(path)]
     out = []
     for n, rec in read_jsonl(path, "prompts, one {\"prompt\": {\"text\"}} or {\"text\"} object a line", LineError):
         text = rec.get("prompt", {}).get("text") if isinstance(rec.get("prompt"), dict) else rec.get("text")

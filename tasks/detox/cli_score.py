@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     input_arg(parser, "--generations", kind="file", required=True,
               help="JSON lines with `text` (and `score` when known)")
-    input_arg(parser, "--prompts", kind="file", required=True, help="the RealToxicityPrompts-format prompts.jsonl")
+    input_arg(parser, "--prompts", kind="file", required=True, hf=True,
+              help="the RealToxicityPrompts-format prompts.jsonl")
     output_arg(parser, "--out", kind="file", also=evaluation_outputs(), required=True,
                help="FILE.json for the metrics (the scored generations FILE.predictions.jsonl and the default "
                     "score cache FILE.cache.jsonl beside it)")

@@ -25,7 +25,12 @@ class Prompt:
 
 def iter_prompts(path) -> Iterator[Prompt]:
     """The prompts of a prompts.jsonl (or its gzip), one line at a time (eval/readers/common.py read_jsonl):
-    the real file has 99,442 lines, ~0.1 GB; a bad line raises when the stream reaches it."""
+    the real file has 99,442 lines, ~0.1 GB; a bad line raises when the stream reaches it. A Hugging Face
+    dataset of the same columns is read by data_hf.py."""
+    from megazoo.tasks.detox import data_hf  # allenai/real-toxicity-prompts as parquet/arrow/save_to_disk/hf:
+    if data_hf.is_hf_source(path):
+        yield from data_hf.iter_prompts_hf(path)
+        return
     for n, rec in read_jsonl(path, "RealToxicityPrompts lines", PromptsFormatError):
         yield parse_record(rec, path, n)
 

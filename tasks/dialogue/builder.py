@@ -75,17 +75,19 @@ def split_conversations(path, valid_fraction: float, seed: int) -> tuple[list, l
     """(train, valid) conversations of a folder with train.jsonl and valid.jsonl, or of one file
     (a seeded share of its threads held out, at least one: the conversations of a Reddit thread stay
     together; a conversation without a thread is a thread of its own)."""
+    from megazoo.eval.readers.hf_source import is_hf_source
     from megazoo.tasks.dialogue.data import read_conversations
 
-    path = Path(path)
-    if path.is_dir():
-        missing = [n for n in ("train.jsonl", "valid.jsonl") if not (path / n).is_file()]
-        if missing:
-            raise ConfigError(f"data.path={str(path)!r}: a conversation folder needs train.jsonl and valid.jsonl; "
-                              f"missing {', '.join(missing)}")
-        return read_conversations(path / "train.jsonl"), read_conversations(path / "valid.jsonl")
-    if not path.is_file():
-        raise ConfigError(f"data.path={str(path)!r}: no such file or folder (expected conversation JSONL)")
+    if not is_hf_source(path):  # one split of a Hugging Face dataset is held out from as one file (data_hf.py)
+        path = Path(path)
+        if path.is_dir():
+            missing = [n for n in ("train.jsonl", "valid.jsonl") if not (path / n).is_file()]
+            if missing:
+                raise ConfigError(f"data.path={str(path)!r}: a conversation folder needs train.jsonl and "
+                                  f"valid.jsonl; missing {', '.join(missing)}")
+            return read_conversations(path / "train.jsonl"), read_conversations(path / "valid.jsonl")
+        if not path.is_file():
+            raise ConfigError(f"data.path={str(path)!r}: no such file or folder (expected conversation JSONL)")
     convs = read_conversations(path)
     groups = list(dict.fromkeys(c.group for c in convs))
     if len(groups) < 2:

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.core.fs import input_arg, output_arg
     from megazoo.eval.taskkit import evaluation_outputs
 
-    input_arg(parser, "--data", kind="file", required=True,
+    input_arg(parser, "--data", kind="file", hf=True, required=True,
               help="the flattened TSV (topic, turns, knowledge, response), or a WoW .json / WoI or conversation .jsonl")
     input_arg(parser, "--generations", kind="file", required=True,
               help="one generated response per line, in data order")

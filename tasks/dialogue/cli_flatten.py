@@ -9,7 +9,7 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.core.fs import input_arg, output_arg
 
-    input_arg(parser, "data", kind="file", help="a WoW .json, a WoI .jsonl or a conversation .jsonl")
+    input_arg(parser, "data", kind="file", hf=True, help="a WoW .json, a WoI .jsonl or a conversation .jsonl")
     output_arg(parser, "--out", kind="file", required=True, help="the TSV to write")
 
 

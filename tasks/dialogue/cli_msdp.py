@@ -30,13 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.tasks.dialogue.stage import MAX_BATCH, MAX_ITEMS, MAX_NEW_TOKENS, MAX_SEED, MAX_SHOTS
 
     parser.add_argument("--stage", required=True, choices=("knowledge", "response"))
-    input_arg(parser, "--data", kind="file", required=True, help="the samples: flattened TSV, WoW .json or .jsonl")
+    input_arg(parser, "--data", kind="file", hf=True, required=True,
+              help="the samples: flattened TSV, WoW .json or .jsonl")
     input_arg(parser, "--checkpoint", required=True, help="the frozen decoder (import-hf folder, HF folder, "
                                                           "training checkpoint)")
     output_arg(parser, "--out", kind="file", also=lambda out: [prompt_path(out), selection_path(out)], required=True,
                help="FILE.jsonl: one {line, text, examples} per sample, in data order (the first prompt in "
                     "FILE.prompt.txt, the selection settings in FILE.selection.json)")
-    input_arg(parser, "--examples", kind="file", help="training samples for the prompts' examples (default "
+    input_arg(parser, "--examples", kind="file", hf=True, help="training samples for the prompts' examples (default "
                                                       "train.tsv or train.json beside --data)")
     # a path, or the words gold / none (a missing path is not checked by the policy: nothing to protect)
     input_arg(parser, "--knowledge", kind="file",

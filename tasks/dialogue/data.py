@@ -19,6 +19,9 @@
   joined by spaces. A Reddit-style dump (JSON lines of comments, reddit.py) is read as the
   conversations of its threads wherever conversations are (its first line says which it is).
 
+Each also takes the same data as a Hugging Face dataset, a row per dialogue, conversation or comment
+(data_hf.py, whose problems are `FILE: row N: problem`).
+
 Every problem raises LineError `file:line: problem`, except a bad dialogue of a WoW array (streamed, one
 dialogue at a time, so no line is counted; the official release is one line anyway): ItemError
 `file: item D: dialogue D turn T ...`. A syntax error in a WoW file keeps its line.
@@ -138,7 +141,12 @@ WOW_JSON = "a Wizard of Wikipedia JSON array of dialogues"
 def iter_wow(path) -> Iterator[Sample]:
     """The samples of one Wizard of Wikipedia JSON file (or its .gz; see the module docstring), one at
     a time, streamed: time linear in the file, memory bounded by one dialogue
-    (eval/readers/json_stream.py). A problem is `file: item D: dialogue D ...` (ItemError)."""
+    (eval/readers/json_stream.py). A problem is `file: item D: dialogue D ...` (ItemError). A Hugging
+    Face dataset with a row per dialogue is read by data_hf.py."""
+    from megazoo.tasks.dialogue import data_hf  # parquet/arrow/save_to_disk/hf: (eval/readers/hf_source.py)
+    if data_hf.is_hf_source(path):
+        yield from data_hf.iter_wow_hf(path)
+        return
     for d, dialogue in array_items(path, WOW_JSON):
         if not isinstance(dialogue, dict):
             raise ItemError(path, d, f"dialogue {d} must be a JSON object, got {type(dialogue).__name__}")
@@ -182,7 +190,11 @@ def _wow_samples(d: int, chosen_topic: str, turns: list, path) -> Iterator[Sampl
 
 # Wizard of Internet ---------------------------------------------------------------------------------
 def read_woi(path) -> list[Sample]:
-    """The samples of one Wizard of Internet JSONL file (see the module docstring)."""
+    """The samples of one Wizard of Internet JSONL file (see the module docstring), or of a Hugging Face
+    dataset with a row per dialogue (data_hf.py)."""
+    from megazoo.tasks.dialogue import data_hf
+    if data_hf.is_hf_source(path):
+        return data_hf.read_woi_hf(path)
     out = []
     for line, obj in read_jsonl(path, "one Wizard of Internet dialogue {dialog_id: {...}} per line"):
         for dialog_id, dialogue in obj.items():
@@ -235,35 +247,40 @@ CONVERSATION = 'one conversation {"id", "turns": [{"speaker", "text"}], "knowled
 
 def read_conversations(path) -> list[Conversation]:
     """The conversations of a conversation JSONL file, or of a Reddit-style dump (reddit.py) when its
-    first line is a comment."""
+    first line is a comment; or of a Hugging Face dataset of either's columns (data_hf.py)."""
+    from megazoo.tasks.dialogue import data_hf
+    if data_hf.is_hf_source(path):
+        return data_hf.read_conversations_hf(path)
     if is_reddit(path):
         from megazoo.tasks.dialogue.reddit import read_reddit
 
         return read_reddit(path).conversations
-    out = []
-    for line, obj in read_jsonl(path, CONVERSATION):
-        turns = obj.get("turns")
-        if not isinstance(turns, list) or not turns:
-            raise LineError(path, line, 'missing "turns": a non-empty list of {"speaker", "text"}')
-        parsed = []
-        for j, turn in enumerate(turns, start=1):
-            if not isinstance(turn, dict) or "text" not in turn:
-                raise LineError(path, line, f'turn {j} has no "text"')
-            if "speaker" not in turn:
-                raise LineError(path, line, f'turn {j} has no "speaker"')
-            parsed.append(Turn(str(turn["speaker"]), _string(turn["text"], path, line, f'turn {j} "text"')))
-        knowledge = obj.get("knowledge", [])
-        if not isinstance(knowledge, list) or not all(isinstance(k, str) for k in knowledge):
-            raise LineError(path, line, '"knowledge" must be a list of strings')
-        links = obj.get("links", [])
-        if not isinstance(links, list) or not all(isinstance(u, str) for u in links):
-            raise LineError(path, line, '"links" must be a list of URLs (strings)')
-        thread = obj.get("thread", "")
-        if not isinstance(thread, str):
-            raise LineError(path, line, f'"thread" must be a string, got {type(thread).__name__}')
-        out.append(Conversation(str(obj.get("id", line)), parsed, knowledge, str(obj.get("topic", "")),
-                                str(path), line, thread, links))
-    return out
+    return [parse_conversation(obj, path, line) for line, obj in read_jsonl(path, CONVERSATION)]
+
+
+def parse_conversation(obj: dict, path, line: int) -> Conversation:
+    """One conversation object (a JSONL line, or a dataset's row: data_hf.py), checked."""
+    turns = obj.get("turns")
+    if not isinstance(turns, list) or not turns:
+        raise LineError(path, line, 'missing "turns": a non-empty list of {"speaker", "text"}')
+    parsed = []
+    for j, turn in enumerate(turns, start=1):
+        if not isinstance(turn, dict) or "text" not in turn:
+            raise LineError(path, line, f'turn {j} has no "text"')
+        if "speaker" not in turn:
+            raise LineError(path, line, f'turn {j} has no "speaker"')
+        parsed.append(Turn(str(turn["speaker"]), _string(turn["text"], path, line, f'turn {j} "text"')))
+    knowledge = obj.get("knowledge", [])
+    if not isinstance(knowledge, list) or not all(isinstance(k, str) for k in knowledge):
+        raise LineError(path, line, '"knowledge" must be a list of strings')
+    links = obj.get("links", [])
+    if not isinstance(links, list) or not all(isinstance(u, str) for u in links):
+        raise LineError(path, line, '"links" must be a list of URLs (strings)')
+    thread = obj.get("thread", "")
+    if not isinstance(thread, str):
+        raise LineError(path, line, f'"thread" must be a string, got {type(thread).__name__}')
+    return Conversation(str(obj.get("id", line)), parsed, knowledge, str(obj.get("topic", "")),
+                        str(path), line, thread, links)
 
 
 def first_object(path, what: str):
@@ -318,8 +335,11 @@ def read_any(path) -> list[Sample]:
     """The samples of any supported file, by its name: .json or .json.gz (WoW), .jsonl or .jsonl.gz (WoI;
     conversations when the first object has "turns"; a Reddit-style dump when it is a comment),
     .tsv / .txt (already flattened)."""
+    from megazoo.tasks.dialogue import data_hf
     from megazoo.tasks.dialogue.reddit import is_reddit_comment
 
+    if data_hf.is_hf_source(path):  # a Hugging Face dataset: the reader by its columns (data_hf.py)
+        return data_hf.read_any_hf(path)
     path = Path(path)
     if path.name.endswith((".json", ".json.gz")):
         return read_wow(path)

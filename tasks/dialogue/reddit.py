@@ -19,7 +19,8 @@ read one line at a time (a `.gz` file directly; eval/readers/common.py), into co
 
 Memory holds every kept comment's text (the threads are only known at the end of the file): split a
 month-sized dump by subreddit or submission first. Every problem is `file:line: problem`, e.g. a line
-without `parent_id` names the file, the line and the key.
+without `parent_id` names the file, the line and the key. The same columns as a Hugging Face dataset
+(the Hub's Pushshift comment copies) are read by data_hf.py.
 """
 
 from __future__ import annotations
@@ -100,8 +101,13 @@ def read_comments(path) -> list[Comment]:
     """The comments of a dump, streamed (a duplicate id names both lines)."""
     from megazoo.eval.readers.common import read_jsonl
 
+    return comments_of(path, read_jsonl(path, WHAT, LineError))
+
+
+def comments_of(path, objects) -> list[Comment]:
+    """The comments of (line number, object) pairs (a dump's lines, or a dataset's rows: data_hf.py)."""
     out, seen = [], {}
-    for line, obj in read_jsonl(path, WHAT, LineError):
+    for line, obj in objects:
         c = parse_comment(obj, path, line)
         if c.id in seen:
             raise LineError(path, line, f'comment id {c.id!r} already given on line {seen[c.id]}')
@@ -111,7 +117,11 @@ def read_comments(path) -> list[Comment]:
 
 
 def read_reddit(path, min_turns: int = 2) -> RedditThreads:
-    """The conversations (root-to-leaf paths of at least `min_turns` turns), actors and URLs of a dump."""
+    """The conversations (root-to-leaf paths of at least `min_turns` turns), actors and URLs of a dump, or
+    of the same columns as a Hugging Face dataset (data_hf.py)."""
+    from megazoo.tasks.dialogue import data_hf  # parquet/arrow/save_to_disk/hf: (eval/readers/hf_source.py)
+    if data_hf.is_hf_source(path):
+        return data_hf.read_reddit_hf(path, min_turns)
     return build_threads(read_comments(path), path, min_turns)
 
 

@@ -19,11 +19,11 @@ def add_pair_arguments(parser) -> None:
     from megazoo.tasks.dialogue.prompts import HISTORY_OF, UNITS
     from megazoo.tasks.dialogue.stage import MAX_ITEMS, MAX_SENTENCES, MAX_TURNS
 
-    input_arg(parser, "--data", kind="file", required=True, help="conversation JSONL (held-out conversations)")
+    input_arg(parser, "--data", kind="file", hf=True, required=True, help="conversation JSONL (held-out conversations)")
     input_arg(parser, "--checkpoint", required=True, help="the decoder: a training run or checkpoint, an "
                                                           "import-hf folder, a Hugging Face folder")
     parser.add_argument("--kind", required=True, choices=("actor", "knowledge"))
-    input_arg(parser, "--references", kind="file",
+    input_arg(parser, "--references", kind="file", hf=True,
               help="the training conversations: actor references come from them, user histories (knowledge) "
                    "from them and the other threads of --data")
     parser.add_argument("--reference-unit", choices=UNITS, default="conversation",

@@ -8,7 +8,6 @@ refused (or replaced with --overwrite)."""
 from __future__ import annotations
 
 import argparse
-import os
 
 from megazoo.core.argtypes import int_in, local_ranks
 from megazoo.core.fs import input_arg, output_arg
@@ -37,17 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_lengths(parser, question=False)
 
 
-def _under_torchrun() -> bool:
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ
-
-
 def run(args) -> int:
     from megazoo.core.parallel.launch import RankFailure
     from megazoo.tasks.retrieval import embed
 
     settings = (args.store, args.checkpoint, args.out, args.shard_size, args.dtype, args.pooling,
                 args.passage_length, args.similarity, args.batch)
-    if _under_torchrun():
+    from megazoo.core.parallel.launch import under_launcher
+
+    if under_launcher():
         return _run_torchrun(args, settings)
     try:
         manifest, reports = embed.embed_store(*settings[:3], nproc=args.nproc, shard_size=args.shard_size,

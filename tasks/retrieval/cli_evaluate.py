@@ -6,7 +6,9 @@ Writes FILE.json `{"task": "retrieval", "n", "metrics": {"top1", "top5", "top20"
 has_answer; printed as percent) and beside it FILE.predictions.jsonl, one line per question with
 its ranked passage ids and their hits (eval/taskkit.write_evaluation; both are declared outputs, so
 neither may be an input, and existing ones are replaced only with --overwrite). Without --index
-the passages are embedded and searched exactly (faiss Flat).
+the passages are embedded and searched exactly (faiss Flat). Under torchrun (one rank per machine,
+--index a folder of `index --index-shards S`), each rank loads only its shards (s % world == rank)
+and the ranks' top-k are merged (shard_search.py); rank 0 writes FILE.json.
 """
 
 from __future__ import annotations
@@ -49,14 +51,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from megazoo.eval.taskkit import write_evaluation
+    from megazoo.core.parallel.launch import under_launcher
     from megazoo.tasks.retrieval.evaluate import parse_ks
     from megazoo.tasks.retrieval.evaluate_stage import evaluate_retriever
 
     # errors go to megazoo's boundary: one line, exit 2 for what the user gave, 1 for a failing disk
     ks = parse_ks(args.top_k)
-    record, predictions = evaluate_retriever(args.passages, args.qas, args.checkpoint, args.index, args.pooling,
-                                             ks, args.match, args.batch, args.question_length, args.passage_length,
-                                             similarity=args.similarity, faiss_device=args.faiss_device)
+    settings = (args.passages, args.qas, args.checkpoint, args.index, args.pooling, ks, args.match, args.batch,
+                args.question_length, args.passage_length)
+    if under_launcher() and args.index is not None:  # each machine holds its shards of the index
+        from megazoo.core.parallel.launch import setup_rank, teardown_rank
+
+        rank, world = setup_rank()
+        try:
+            record, predictions = evaluate_retriever(*settings, similarity=args.similarity,
+                                                     faiss_device=args.faiss_device, shard_ranks=True)
+        finally:
+            teardown_rank(world)
+        if rank:  # rank 0 writes the one result
+            return 0
+    else:
+        record, predictions = evaluate_retriever(*settings, similarity=args.similarity,
+                                                 faiss_device=args.faiss_device)
     rest = {k: v for k, v in record.items() if k not in ("task", "n", "metrics")}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # --out may name a new folder
     out, pred = write_evaluation(args.out, "retrieval", record["n"], record["metrics"], predictions, **rest)

@@ -88,13 +88,16 @@ def index_passages(passages, checkpoint, out, kind: str = "flat", pooling: str |
 def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str | None = None, ks=KS,
                        match: str = "string", batch: int = 32, question_length: int | None = None,
                        passage_length: int | None = None, progress: bool = False,
-                       similarity: str | None = None, faiss_device: str = "auto") -> tuple[dict, list[dict]]:
+                       similarity: str | None = None, faiss_device: str = "auto",
+                       shard_ranks: bool = False) -> tuple[dict, list[dict]]:
     """(summary record `{"task", "n", "metrics", ...}`, per-question predictions): top-k accuracy as
     a fraction for each k (top1, top5, ...), and each question's ranked passage ids with their hits;
     the search runs on `faiss_device` (index.on_device). `passages`: a passage store (store.py: read
     by row, any size) or a psgs_w100.tsv (read into memory). Without `index_dir` the passages are
     embedded here, in this process (small collections). cli_evaluate.py writes both through the
-    task-evaluation kit (eval/taskkit.write_evaluation)."""
+    task-evaluation kit (eval/taskkit.write_evaluation). `shard_ranks` (every rank of an initialised
+    process group calls this, e.g. under torchrun): each rank loads only its shards of a sharded
+    `index_dir` and the ranks' top-k are merged (shard_search.py); every rank returns the same record."""
     from megazoo.tasks.retrieval.store import open_store
 
     store = open_store(passages)
@@ -105,7 +108,14 @@ def evaluate_retriever(passages, qas, checkpoint, index_dir=None, pooling: str |
     k = max(ks)
     q = enc.questions([x.question for x in questions], progress=progress)
     extra: dict = {}
-    if index_dir is not None:
+    if index_dir is not None and shard_ranks:  # this rank's shards only; the merged top-k on every rank
+        from megazoo.tasks.retrieval.shard_search import search_shards
+
+        _, found = search_shards(index_dir, q, k, expect_dim=enc.hidden_size, expect_similarity=enc.similarity,
+                                 store=store, device=faiss_device)
+        ids = np.load(Path(index_dir) / "ids.npy", mmap_mode="r", allow_pickle=False)
+        extra["index_shards_by_rank"] = True  # no recall against exact search: no rank holds every vector
+    elif index_dir is not None:
         index, ids, meta = load_index(index_dir, expect_dim=enc.hidden_size, expect_count=len(store),
                                       device=faiss_device, expect_similarity=enc.similarity, passages=passages,
                                       store=store)

@@ -16,7 +16,7 @@ DIR holds index.faiss, ids.npy (row -> passage id, int64) and meta.json (kind, f
 the store fingerprint, the encoder settings, the recall an approximate index keeps against exact
 search). An index split by rows (index_build.py, `--index-shards K`) holds index-00000.faiss, ... with
 their row ranges in meta.json["shards"]; load_index opens them as one faiss.IndexShards whose rows
-are global. Writing goes to a scratch folder of the writer's own that replaces DIR only when
+are global (shard_search.py: ranks that each load only their own shards). Writing goes to a scratch folder of the writer's own that replaces DIR only when
 complete (core.fs.atomic_folder), so a crash leaves no half index and an existing index is replaced
 only with overwrite.
 
@@ -331,45 +331,53 @@ def _read(path: Path):
                                f"index") from None
 
 
-def _read_all(folder: Path, meta: dict):
-    """The index of a folder: index.faiss, or its shards joined into one IndexShards."""
+def shard_list(folder: Path, meta: dict, count: int) -> list[dict]:
+    """The index files of a folder of `count` rows as [{"file", "start", "stop"}] in row order:
+    meta.json["shards"] (checked: files of this folder, contiguous from row 0), or index.faiss."""
     shards = meta.get("shards")
     if not shards:
-        return _read(folder / SINGLE)
+        return [{"file": SINGLE, "start": 0, "stop": count}]
     if not isinstance(shards, list) or any(not isinstance(s, dict) or {"file", "start", "stop"} - set(s)
                                            for s in shards):
         raise IndexFolderError(f"{folder / 'meta.json'}: a damaged shard list; rebuild the index")
     from megazoo.core.fs import inside
 
-    got, start = [], 0
+    start = 0
     for s in shards:
         if not inside(folder, s["file"]):  # a name from a file: never a path out of the folder
             raise IndexFolderError(f"{folder / 'meta.json'}: shard file {s['file']!r} is not a file of this folder; "
                                    f"rebuild the index")
-        part = _read(folder / str(s["file"]))
-        if s["start"] != start or part.ntotal != s["stop"] - s["start"]:
-            raise IndexFolderError(f"{folder / str(s['file'])}: holds {part.ntotal} vectors for rows {s['start']}.."
-                                   f"{s['stop']} after row {start}; the folder is damaged: rebuild the index")
-        got.append(part)
+        if s["start"] != start:
+            raise IndexFolderError(f"{folder / str(s['file'])}: rows {s['start']}..{s['stop']} after row {start}; "
+                                   f"the folder is damaged: rebuild the index")
         start = s["stop"]
+    return shards
+
+
+def read_shard(folder: Path, shard: dict):
+    """One index file of shard_list, checked to hold its rows."""
+    part = _read(folder / str(shard["file"]))
+    if part.ntotal != shard["stop"] - shard["start"]:
+        raise IndexFolderError(f"{folder / str(shard['file'])}: holds {part.ntotal} vectors for rows {shard['start']}.."
+                               f"{shard['stop']}; the folder is damaged: rebuild the index")
+    return part
+
+
+def _read_all(folder: Path, meta: dict, count: int):
+    """The index of a folder: index.faiss, or its shards joined into one IndexShards."""
+    if not meta.get("shards"):
+        return _read(folder / SINGLE)
+    got = [read_shard(folder, s) for s in shard_list(folder, meta, count)]
     return shards_of(got, got[0].d)
 
 
-def load_index(folder, expect_dim: int | None = None, expect_count: int | None = None, device: str = "cpu",
-               expect_similarity: str | None = None, passages=None, store=None):
-    """(faiss index on `device`, ids, meta) of a saved index; `expect_dim`: the encoder's vector size,
-    `expect_similarity`: the similarity the questions are embedded for (an index without one is dot),
-    `expect_count`: the passages of the file `passages` (named in the message when they differ),
-    `store`: the passage store the evidence is read from (check_store). The search knobs of
-    meta.json["search"] are set again; a sharded folder comes back as one IndexShards."""
-    folder = Path(folder)
-    meta_path = folder / "meta.json"
-    if not meta_path.is_file() or not ((folder / SINGLE).is_file() or (folder / shard_name(0)).is_file()):
-        raise IndexFolderError(f"{folder}: not a retrieval index (no index.faiss/meta.json); build one with "
-                               f"`megazoo task retrieval index --vectors VEC --out {folder}` (or --passages FILE.tsv "
-                               f"--checkpoint CKPT)")
+def check_folder(folder: Path, expect_dim: int | None = None, expect_count: int | None = None,
+                 expect_similarity: str | None = None, passages=None, store=None) -> tuple[np.ndarray, dict]:
+    """(ids, meta) of an index folder, checked against what the caller expects (load_index's
+    arguments) without reading its index files."""
     from megazoo.tasks.retrieval.vectors import read_json_object
 
+    meta_path = folder / "meta.json"
     meta = read_json_object(meta_path, "an index folder", "rebuild the index with `megazoo task retrieval index`",
                             IndexFolderError)
     if expect_dim is not None and meta.get("dim") != expect_dim:
@@ -392,7 +400,24 @@ def load_index(folder, expect_dim: int | None = None, expect_count: int | None =
                                f"was built from another passages file: rebuild it from this one")
     if store is not None:
         check_store(folder, meta, ids, store)
-    index = _read_all(folder, meta)
+    return ids, meta
+
+
+def load_index(folder, expect_dim: int | None = None, expect_count: int | None = None, device: str = "cpu",
+               expect_similarity: str | None = None, passages=None, store=None):
+    """(faiss index on `device`, ids, meta) of a saved index; `expect_dim`: the encoder's vector size,
+    `expect_similarity`: the similarity the questions are embedded for (an index without one is dot),
+    `expect_count`: the passages of the file `passages` (named in the message when they differ),
+    `store`: the passage store the evidence is read from (check_store). The search knobs of
+    meta.json["search"] are set again; a sharded folder comes back as one IndexShards."""
+    folder = Path(folder)
+    meta_path = folder / "meta.json"
+    if not meta_path.is_file() or not ((folder / SINGLE).is_file() or (folder / shard_name(0)).is_file()):
+        raise IndexFolderError(f"{folder}: not a retrieval index (no index.faiss/meta.json); build one with "
+                               f"`megazoo task retrieval index --vectors VEC --out {folder}` (or --passages FILE.tsv "
+                               f"--checkpoint CKPT)")
+    ids, meta = check_folder(folder, expect_dim, expect_count, expect_similarity, passages, store)
+    index = _read_all(folder, meta, len(ids))
     if index.ntotal != len(ids):
         raise IndexFolderError(f"{folder}: the index holds {index.ntotal} vectors but ids.npy {len(ids)} ids; the "
                                f"folder is damaged: rebuild the index")

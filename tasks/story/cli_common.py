@@ -16,9 +16,14 @@ MAX_BATCH = 1024
 
 
 def need(path, flag: str, folder: bool = False) -> Path:
-    """`path` as a Path; MissingFile (exit 2) naming `flag` when it is not an existing file (folder)."""
+    """`path` as a Path; MissingFile (exit 2) naming `flag` when it is not an existing file (folder). A
+    Hugging Face dataset (an `hf:` id, parquet/arrow, a save_to_disk folder) passes as a file: the
+    readers take it (data_hf.py) and name its problems."""
     from megazoo.eval.readers.common import MissingFile
+    from megazoo.eval.readers.hf_source import is_hf_source
 
+    if not folder and is_hf_source(path):
+        return path
     p = Path(path)
     if not (p.is_dir() if folder else p.is_file()):
         raise MissingFile(f"{flag} {path}: no such {'folder' if folder else 'file'}")

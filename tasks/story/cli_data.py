@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stories", type=int_in(1, MAX_GENERATED), default=600,
                         help="generated stories (default 600)")
     parser.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="generation and split seed")
-    input_arg(parser, "--rocstories", kind="file", help="split this ROCStories CSV file instead of generating stories")
+    input_arg(parser, "--rocstories", kind="file", hf=True,
+              help="split this ROCStories CSV file instead of generating stories")
     parser.add_argument("--keywords", type=int_in(1, MAX_KEYWORDS), default=2, help="keywords per sentence (default 2)")
     parser.add_argument("--keyword-extractor", choices=("rake", "yake"), default="rake",
                         help="how the gold sentences' keywords are extracted: rake (the paper's, default) or yake")

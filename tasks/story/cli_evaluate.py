@@ -20,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.eval.taskkit import evaluation_outputs
     from megazoo.tasks.story.cli_common import MAX_STORIES
 
-    input_arg(parser, "--data", kind="file", required=True, help="the ROCStories CSV the stories were generated from")
+    input_arg(parser, "--data", kind="file", required=True, hf=True,
+              help="the ROCStories CSV the stories were generated from")
     input_arg(parser, "--generations", kind="file", required=True, help="`sample`'s FILE.jsonl")
     input_arg(parser, "--checkpoint", kind="folder", help="the generator, for the perplexity of the gold stories")
     output_arg(parser, "--out", kind="file", required=True, also=evaluation_outputs(),

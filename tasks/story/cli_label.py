@@ -16,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from megazoo.tasks.story.cli_common import MAX_CANDIDATES, MAX_SEED, MAX_STORIES
 
     input_arg(parser, "--data", kind="folder", required=True, help="a folder with train.csv and valid.csv")
-    input_arg(parser, "--knowledge", kind="file", required=True, help="the knowledge base (ConceptNet CSV or TSV)")
+    input_arg(parser, "--knowledge", kind="file", required=True, hf=True,
+              help="the knowledge base (ConceptNet CSV or TSV)")
     input_arg(parser, "--embedder", kind="folder", required=True,
               help="a sentence encoder folder (MiniLM or import-hf)")
     output_arg(parser, "--out", kind="folder", required=True,

@@ -24,13 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     input_arg(parser, "--checkpoint", kind="folder", required=True,
               help="the generator (a story training run or any decoder)")
-    input_arg(parser, "--data", kind="file", required=True, help="a ROCStories CSV; the first sentences are used")
+    input_arg(parser, "--data", kind="file", required=True, hf=True,
+              help="a ROCStories CSV; the first sentences are used")
     output_arg(parser, "--out", kind="file", required=True, help="FILE.jsonl")
     input_arg(parser, "--keywords", kind="file", help="JSONL: four lists of keywords per story, in the data's order")
     parser.add_argument("--antonyms", action="store_true", help="replace keywords by WordNet antonyms (-ANT)")
     input_arg(parser, "--keyword-model", kind="folder",
               help="the keyword predictor (used when --keywords is not given)")
-    input_arg(parser, "--knowledge", kind="file", help="the knowledge base (ConceptNet CSV or TSV)")
+    input_arg(parser, "--knowledge", kind="file", hf=True, help="the knowledge base (ConceptNet CSV or TSV)")
     input_arg(parser, "--ranker", kind="folder", help="the knowledge ranker (a story-ranker training run)")
     parser.add_argument("--n-knowledge", type=int_in(0, MAX_CANDIDATES), default=2,
                         help="knowledge sentences in a prompt (2; 0: none)")

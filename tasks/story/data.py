@@ -7,7 +7,8 @@ Formats read (a header row is required; the columns are found by name):
                         AnswerRightEnding for the Story Cloze val/test files: the right ending
                         becomes sentence 5)
 A row with fewer than five non-empty sentences is an error `file:line: problem`. Files are streamed
-a line at a time and may be gzipped (known by their first bytes).
+a line at a time and may be gzipped (known by their first bytes). The same columns as a Hugging Face
+dataset are read by data_hf.py (`FILE: row N: problem`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class StoryDataError(DataError):
 
     def __init__(self, path, line: int, problem: str):
         super().__init__(f"{os.fspath(path)}:{line}: {problem}")
+        self.path, self.line, self.problem = os.fspath(path), line, problem
 
 
 @dataclass
@@ -98,7 +100,11 @@ def _columns(header: list[str], path) -> tuple[str, list[str]] | None:
 
 
 def read_rocstories(path) -> list[Story]:
-    """Every story of a ROCStories CSV (raw, 2016/2017 or Story Cloze layout)."""
+    """Every story of a ROCStories CSV (raw, 2016/2017 or Story Cloze layout), or of the same columns as a
+    Hugging Face dataset (data_hf.py; the Hub's `story_cloze` columns too)."""
+    from megazoo.tasks.story import data_hf  # parquet/arrow/save_to_disk/hf: (eval/readers/hf_source.py)
+    if data_hf.is_hf_source(path):
+        return data_hf.read_rocstories_hf(path)
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file (expected a ROCStories CSV: {','.join(HEADER)})")

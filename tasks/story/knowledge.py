@@ -6,6 +6,7 @@ Formats (UTF-8, one assertion a line, streamed, gzip read directly; a malformed 
     ConceptNet 5 CSV  /a/[/r/IsA/,/c/en/dog/n/,/c/en/animal/]<TAB>/r/IsA<TAB>/c/en/dog/n<TAB>/c/en/animal<TAB>{json}
                       (assertions with a non-English end are skipped, as the paper keeps English)
     TSV               head<TAB>relation<TAB>tail   (relation with or without /r/; words with _ or spaces)
+The same as a Hugging Face dataset (the Hub's `conceptnet5` rows, or head/relation/tail) is read by data_hf.py.
 The retriever maps a keyword (or its WordNet base form) to the assertions whose head is that word.
 """
 
@@ -39,6 +40,7 @@ ENGLISH = "/c/en/"
 class KnowledgeError(DataError):
     def __init__(self, path, line: int, problem: str):
         super().__init__(f"{os.fspath(path)}:{line}: {problem}")
+        self.path, self.line, self.problem = os.fspath(path), line, problem
 
 
 @dataclass(frozen=True)
@@ -87,24 +89,29 @@ def iter_conceptnet(path) -> Iterator[Triple]:
     34M would double the time), and a skipped line's need only look like an object."""
     rows = tab_fields(path)
     with closing(rows):
-        for number, fields in rows:
-            if len(fields) != 5:
-                raise KnowledgeError(path, number, f"a ConceptNet assertion has 5 tab-separated fields (uri, "
-                                                   f"relation, start, end, json), this line has {len(fields)}")
-            uri, rel, start, end, meta = fields
-            if not rel.startswith("/r/") or not start.startswith("/c/") or not end.startswith("/c/"):
-                raise KnowledgeError(path, number, f"expected /r/Relation, /c/lang/start and /c/lang/end, got "
-                                                   f"{rel!r}, {start!r}, {end!r}")
-            keep = start.startswith(ENGLISH) and end.startswith(ENGLISH) and start.count("/") > 2 \
-                and end.count("/") > 2
-            if keep:
-                try:
-                    json.loads(meta)
-                except json.JSONDecodeError as e:
-                    raise KnowledgeError(path, number, f"the fifth field is not JSON ({e.msg})") from None
-                yield Triple(concept_text(start), sys.intern(_relation(rel)), concept_text(end))
-            elif not (meta.startswith("{") and meta.rstrip().endswith("}")):
-                raise KnowledgeError(path, number, "the fifth field is not JSON (expected a JSON object)")
+        yield from conceptnet_triples(path, rows)
+
+
+def conceptnet_triples(path, rows) -> Iterator[Triple]:
+    """The English triples of (line number, the five fields) pairs, checked as iter_conceptnet's lines."""
+    for number, fields in rows:
+        if len(fields) != 5:
+            raise KnowledgeError(path, number, f"a ConceptNet assertion has 5 tab-separated fields (uri, "
+                                               f"relation, start, end, json), this line has {len(fields)}")
+        uri, rel, start, end, meta = fields
+        if not rel.startswith("/r/") or not start.startswith("/c/") or not end.startswith("/c/"):
+            raise KnowledgeError(path, number, f"expected /r/Relation, /c/lang/start and /c/lang/end, got "
+                                               f"{rel!r}, {start!r}, {end!r}")
+        keep = start.startswith(ENGLISH) and end.startswith(ENGLISH) and start.count("/") > 2 \
+            and end.count("/") > 2
+        if keep:
+            try:
+                json.loads(meta)
+            except json.JSONDecodeError as e:
+                raise KnowledgeError(path, number, f"the fifth field is not JSON ({e.msg})") from None
+            yield Triple(concept_text(start), sys.intern(_relation(rel)), concept_text(end))
+        elif not (meta.startswith("{") and meta.rstrip().endswith("}")):
+            raise KnowledgeError(path, number, "the fifth field is not JSON (expected a JSON object)")
 
 
 def read_conceptnet(path) -> list[Triple]:
@@ -115,20 +122,29 @@ def read_conceptnet(path) -> list[Triple]:
 
 def read_tsv(path) -> list[Triple]:
     """head<TAB>relation<TAB>tail lines."""
-    out = []
     rows = tab_fields(path, comments=True)
     with closing(rows):
-        for number, fields in rows:
-            if len(fields) != 3 or not all(x.strip() for x in fields):
-                raise KnowledgeError(path, number, f"expected head<TAB>relation<TAB>tail (3 non-empty fields), got "
-                                                   f"{len(fields)} field(s)")
-            h, r, t = (x.strip() for x in fields)
-            out.append(Triple(h.replace("_", " "), _relation(r), t.replace("_", " ")))
+        return tsv_triples(path, rows)
+
+
+def tsv_triples(path, rows) -> list[Triple]:
+    """The triples of (line number, [head, relation, tail]) pairs, checked as read_tsv's lines."""
+    out = []
+    for number, fields in rows:
+        if len(fields) != 3 or not all(x.strip() for x in fields):
+            raise KnowledgeError(path, number, f"expected head<TAB>relation<TAB>tail (3 non-empty fields), got "
+                                               f"{len(fields)} field(s)")
+        h, r, t = (x.strip() for x in fields)
+        out.append(Triple(h.replace("_", " "), _relation(r), t.replace("_", " ")))
     return out
 
 
 def read_knowledge(path) -> list[Triple]:
-    """A ConceptNet CSV or a TSV, told apart by the first line's field count."""
+    """A ConceptNet CSV or a TSV, told apart by the first line's field count; or a Hugging Face dataset of
+    ConceptNet rows or triples (data_hf.py)."""
+    from megazoo.tasks.story import data_hf  # parquet/arrow/save_to_disk/hf: (eval/readers/hf_source.py)
+    if data_hf.is_hf_source(path):
+        return data_hf.read_knowledge_hf(path)
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such knowledge file (a ConceptNet CSV or a head<TAB>relation<TAB>tail TSV)")

@@ -27,7 +27,7 @@ from megazoo.core.parallel.init import describe
 from megazoo.core.parallel.layers import ColumnParallelLinear
 from megazoo.core.parallel.random import RNGTracker
 from megazoo.zoo.bert.config import BertConfig
-from megazoo.zoo.heads import Dense, TaskHead  # Dense: re-exported here, where it lived
+from megazoo.zoo.heads import POOLED_HEADS, Dense, TaskHead  # Dense: re-exported here, where it lived
 from megazoo.zoo.pooling import pool
 
 
@@ -87,6 +87,10 @@ class BertModel(ParallelModel):
                 self.binary_head = Dense(h, 2, ctx, std, **kw)
             if cfg.task_head != "none":
                 self.task_head = TaskHead(cfg.task_head, h, cfg.num_labels, ctx, std, cfg.dropout, **kw)
+        # a head that reads the pooled [CLS] alone: the last layer computes that position only
+        self.cls_only = (post_process and cfg.add_pooler and cfg.task_head in POOLED_HEADS and not cfg.add_lm_head
+                         and not cfg.add_binary_head and cfg.pooling == "none" and not ctx.sp and ctx.cp == 1
+                         and self.layer_range[1] == cfg.num_layers and self.layer_range[1] > self.layer_range[0])
 
     def _act(self, x):
         return F.gelu(x) if self.cfg.activation == "gelu_exact" else F.gelu(x, approximate="tanh")
@@ -109,6 +113,8 @@ class BertModel(ParallelModel):
                 hidden_states: torch.Tensor | None = None, labels: torch.Tensor | None = None):
         """First stage takes input_ids [b, s] (token_type_ids [b, s], optional); later stages
         hidden_states [s(/tp), b, h]. attention_mask [b, s] (1 = token, 0 = padding) on every stage.
+        Under a head that reads the pooled [CLS] only (`cls_only`: sequence or choice, no LM head, no
+        pooling, no sp/cp) the last layer computes position 0 alone and `hidden` is [b, 1, h].
 
         Returns a BertOutput on the last stage, hidden states [s(/tp), b, h] on the others.
         `labels` [b, s] are the masked-LM labels: without an LM head (a fine-tuning model, whose
@@ -126,11 +132,14 @@ class BertModel(ParallelModel):
             x = hidden_states
         mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
         full = self.cfg.recompute == "full" and self.training and torch.is_grad_enabled()
-        for layer in self.layers.values():
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers.values()):
+            queries = 1 if self.cls_only and i == last else 0  # the head reads position 0 only
             if full:
-                x = checkpoint(lambda x_, layer=layer: layer(x_, None, mask, None, self.rng), x, tracker=self.rng)
+                x = checkpoint(lambda x_, layer=layer, q=queries: layer(x_, None, mask, None, self.rng, q), x,
+                               tracker=self.rng)
             else:
-                x = layer(x, None, mask, None, self.rng)
+                x = layer(x, None, mask, None, self.rng, queries)
         if not self.post_process:
             return x
         if not self.cfg.post_norm:

@@ -26,6 +26,7 @@ from megazoo.core.parallel.embedding import VocabParallelEmbedding
 from megazoo.core.parallel.init import describe
 from megazoo.core.parallel.layers import ColumnParallelLinear
 from megazoo.core.parallel.random import RNGTracker
+from megazoo.core.train.data import IGNORE
 from megazoo.zoo.gpt.config import GPTConfig
 
 
@@ -144,6 +145,11 @@ class GPTModel(ParallelModel):
             if self.ctx.sp:
                 raise ValueError("logits_to_keep needs sequence parallelism off (the sequence is split across tp ranks)")
             x = x[-logits_to_keep:]
+        if labels is not None and not self.ctx.sp and not logits_to_keep:
+            target = labels.transpose(0, 1)  # [s, b]
+            keep = target != IGNORE
+            if not bool(keep.all()):  # fine-tuning on responses: the head runs where there is a target
+                return self._loss_at(x, target, keep).transpose(0, 1)
         x = self.final_norm(x)
         logits = column_linear(self.head, x)  # [s, b, V/tp]; decoding: a packed product
         if labels is not None:
@@ -151,6 +157,17 @@ class GPTModel(ParallelModel):
             return loss.transpose(0, 1)
         logits = C.gather_from_region(logits, self.ctx.tp_group, dim=-1)[..., : self.cfg.vocab_size]
         return logits.transpose(0, 1)
+
+    def _loss_at(self, x: torch.Tensor, target: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """Per-token loss [s, b] with the final norm, the output head and the cross-entropy computed
+        at the positions that have a target only (0 elsewhere, as the full head gives): where most
+        labels are ignored (a prompt's tokens in SFT) this skips their share of the head's product
+        and of the vocabulary-wide softmax. Each position's loss is the same computation as in the
+        full head; only the matrix products' row blocking differs (rounding-level differences)."""
+        rows = keep.nonzero(as_tuple=True)
+        logits = column_linear(self.head, self.final_norm(x[rows]))  # [n, V/tp]
+        picked = vocab_parallel_cross_entropy(logits, target[rows], self.cfg.vocab_size, self.ctx.tp_group)
+        return picked.new_zeros(target.shape).index_put(rows, picked)
 
 
 def _diag(s: int, t: int, device) -> torch.Tensor:

@@ -40,6 +40,7 @@ from megazoo.core.parallel.random import RNGTracker, dropout
 
 IGNORE = -100
 KINDS = ("sequence", "token", "span", "choice")
+POOLED_HEADS = ("sequence", "choice")  # the heads that read the pooled [CLS] output only
 
 
 class Dense(nn.Module):
@@ -77,7 +78,7 @@ class TaskHead(nn.Module):
 
     def forward(self, hidden: torch.Tensor, pooled: torch.Tensor | None, rng: RNGTracker | None) -> torch.Tensor:
         """hidden [b, s, h] (the whole sequence, on every tp rank), pooled [b, h] -> logits."""
-        if self.kind in ("sequence", "choice"):
+        if self.kind in POOLED_HEADS:
             if pooled is None:
                 raise ValueError(f"the {self.kind} head reads the pooled output: build the encoder with add_pooler")
             x = pooled

@@ -93,13 +93,17 @@ def _load(loader, file: Path) -> dict[str, torch.Tensor]:
                             f"corrupted: download or save it again") from None
 
 
-def _read_weights(path: Path) -> dict[str, torch.Tensor]:
+def _weight_files(path: Path) -> tuple[list[Path], Callable]:
+    """(the weights files of an HF folder, the loader of one): a sharded index's files, or the one file."""
     from safetensors.torch import load_file
 
     from megazoo.core.fs import inside
 
+    def torch_load(f):
+        return torch.load(f, map_location="cpu", weights_only=True)
+
     for index_name, loader in (("model.safetensors.index.json", load_file),
-                               ("pytorch_model.bin.index.json", lambda f: torch.load(f, map_location="cpu", weights_only=True))):
+                               ("pytorch_model.bin.index.json", torch_load)):
         index = path / index_name
         if index.exists():
             weight_map = _json(index).get("weight_map")
@@ -110,22 +114,36 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
                 if not inside(path, f):
                     raise HFImportError(f"{index} names the file {f[:120]!r}, which is not a file inside {path}; "
                                         f"refusing to read it")
-            out = {}
-            for f in files:
-                out.update(_load(loader, path / f))
-            return out
+            return [path / f for f in files], loader
     if (path / "model.safetensors").exists():
-        return _load(load_file, path / "model.safetensors")
+        return [path / "model.safetensors"], load_file
     if (path / "pytorch_model.bin").exists():
-        return _load(lambda f: torch.load(f, map_location="cpu", weights_only=True), path / "pytorch_model.bin")
+        return [path / "pytorch_model.bin"], torch_load
     raise HFImportError(f"no weights in {path}: expected model.safetensors (or a sharded index, or "
                         "pytorch_model.bin); pass gguf_file= for a GGUF file")
 
 
-def read_hf(src, supported: list[str], gguf_file: str | None = None) -> HFSource:
+def _read_weights(path: Path) -> dict[str, torch.Tensor]:
+    files, loader = _weight_files(path)
+    out = {}
+    for f in files:
+        out.update(_load(loader, f))
+    return out
+
+
+def safetensors_files(path: Path) -> list[Path] | None:
+    """The safetensors files holding an HF folder's weights (which can be read a tensor at a time),
+    or None when they are in another format."""
+    files, _ = _weight_files(Path(path))
+    return files if all(f.suffix == ".safetensors" for f in files) else None
+
+
+def read_hf(src, supported: list[str], gguf_file: str | None = None,
+            weights: Callable[[Path], dict] | None = None) -> HFSource:
     """An HF folder (config.json + weights, or a .gguf file) or a transformers model.
 
-    The model_type is checked before any weight is read."""
+    The model_type is checked before any weight is read. `weights`: what reads a folder's state
+    (default: every tensor, read whole; zoo/hf/lazy.py passes one that reads only their headers)."""
     try:
         from transformers import PreTrainedModel
     except ImportError as e:  # pragma: no cover - transformers is a dependency
@@ -167,7 +185,7 @@ def read_hf(src, supported: list[str], gguf_file: str | None = None) -> HFSource
         config = AutoConfig.from_pretrained(path)
     except Exception as e:  # a value transformers cannot take: one line naming the file
         raise HFImportError(f"{path / 'config.json'}: {_first_line(e)}") from None
-    return HFSource(config, _read_weights(path), path)
+    return HFSource(config, (weights or _read_weights)(path), path)
 
 
 def _json(file: Path) -> dict:

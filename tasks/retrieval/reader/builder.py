@@ -2,11 +2,13 @@
 recipe; ../builder.py's `build` hands such a recipe here): the extractive span reader over each
 question's top-k retrieved passages, trained by the answer's marginal likelihood (span.py,
 loss.py), and end to end the retriever's query tower with it (Sachan et al. 2021,
-"individual top-k"). Every trainer feature applies: tensor and data parallelism, precision,
+"individual top-k"; `task.top_k_mode: joint`, joint.py, normalises the spans of the k passages
+together). Every trainer feature applies: tensor and data parallelism, precision,
 checkpoints and resume, logging, progress, MFU.
 
 The evidence (every passage's vector from the retriever's context tower, a faiss Flat index) is
-embedded once and stays fixed. `reader`: the training and test questions are retrieved once with
+embedded once, before the first step with each rank its share (or read from task.vectors), and
+stays fixed. `reader`: the training and test questions are retrieved once with
 the retriever's query tower, whose log p(z | q) is a constant prior. `e2e` / `mss`: the query
 tower (from the retriever: its query.* tensors, or the shared encoder) is part of the model; the
 questions are re-retrieved with it before steps 0, N, 2N, ... (`before_step`, N =
@@ -162,11 +164,8 @@ class ReaderBuilder(TaskBuilder):
         self.rows = ReaderRows(tokenizer, passages, s.reader_length, s.question_length)
         qrows = ev.enc.rows
         self.train, self.test = (Retrieved(qs, qrows.questions([x.question for x in qs])) for qs in (train_q, test_q))
-        if not s.end_to_end:  # fixed retrieval: the retriever's own question vectors, once
-            for r in (self.train, self.test):
-                r.vectors = torch.from_numpy(ev.enc.questions([x.question for x in r.questions]))
-                r.found = ev.search(r.vectors.numpy(), s.top_k)
-                r.prior = ev.prior(r.vectors, r.found)
+        # the ranks read their data one after another here; the evidence is embedded and the questions
+        # retrieved in before_step, where every rank takes part
         return (ReaderExamples(self.train, self.rows, ev, s.end_to_end, seed),
                 ReaderExamples(self.test, self.rows, ev, s.end_to_end, None))
 
@@ -192,9 +191,19 @@ class ReaderBuilder(TaskBuilder):
         return torch.cat(forward_outputs(chunks, ctx, mbs, lambda out, mb: out.query.cpu(), self.hidden_size, dtype))
 
     def before_step(self, step: int, chunks, ctx, dtype) -> None:
-        """The trainer's hook before each step: end to end, re-retrieve every task.refresh_steps steps."""
+        """The trainer's hook before each step (every rank): the first call embeds the evidence, each
+        rank its share (Evidence.embed), and with fixed retrieval retrieves the questions once with the
+        retriever's own question vectors; end to end, re-retrieve every task.refresh_steps steps."""
         s = self.settings
-        if not s.end_to_end or (self.found_at is not None and (step == self.found_at or step % s.refresh_steps)):
+        self.evidence.embed(ctx)
+        if not s.end_to_end:
+            for r in (self.train, self.test):
+                if r.found is None:
+                    r.vectors = torch.from_numpy(self.evidence.enc.questions([x.question for x in r.questions]))
+                    r.found = self.evidence.search(r.vectors.numpy(), s.top_k)
+                    r.prior = self.evidence.prior(r.vectors, r.found)
+            return
+        if self.found_at is not None and (step == self.found_at or step % s.refresh_steps):
             return
         for r in (self.train, self.test):
             r.found = self.evidence.search(self.question_vectors(chunks, ctx, dtype, r.query_rows).numpy(), s.top_k)
@@ -202,12 +211,22 @@ class ReaderBuilder(TaskBuilder):
 
     # objective and metrics -----------------------------------------------------------------------
     def loss_counts(self, micro_batches: list[dict]) -> dict:
+        """The questions with a loss: an answer in a passage (joint: as a span of at most max_answer_tokens)."""
+        s = self.settings
+        if s.top_k_mode == "joint":
+            from megazoo.tasks.retrieval.reader.joint import answerable
+            from megazoo.tasks.retrieval.reader.loss import text_mask
+
+            return {"questions": sum(answerable(mb["spans"], text_mask(mb["text"], mb["input_ids"].shape[1]),
+                                                len(mb["answerable"]), s.max_answer_tokens).sum()
+                                     for mb in micro_batches)}
         return {"questions": sum(mb["answerable"].sum() for mb in micro_batches)}
 
     def loss(self, out, mb: dict, counts: dict) -> torch.Tensor:
         from megazoo.tasks.retrieval.reader.loss import question_losses
 
-        return question_losses(out, mb).sum() / counts["questions"]
+        s = self.settings
+        return question_losses(out, mb, s.top_k_mode, s.max_answer_tokens).sum() / counts["questions"]
 
     def evaluate(self, chunks, ctx, dtype) -> dict:
         from megazoo.tasks.retrieval.reader.evaluate import predict

@@ -1,6 +1,7 @@
 """What the reader stages read: the evidence (every passage's context vector from the retriever's
-context tower, embedded once per process, in a faiss Flat index), each question's top-k passages
-(`Retrieved`: fixed, or refreshed end to end by the builder) and the trainer sources built on them.
+context tower, embedded once per run, each rank its share, in a faiss Flat index), each question's
+top-k passages (`Retrieved`: fixed, or refreshed end to end by the builder) and the trainer sources
+built on them.
 
 A sample is one question: its k reader rows (span.py's `reader_row`, gold spans marked), its
 query-tower row and, per passage, the context vector (end to end) or the fixed retrieval prior
@@ -19,16 +20,14 @@ from megazoo.core.train.config import ConfigError
 from megazoo.tasks.retrieval.inputs import Row, pad_rows
 from megazoo.tasks.retrieval.reader.model import QUESTION, READER
 
-_VECTORS: dict = {}  # (retriever, store fingerprint, length, pooling) -> context vectors: runs in one process share them
-
 
 class Evidence:
     """The passages (a store.py store), their context vectors and index, and the retriever's own
     encoder (its query tower gives the fixed retrieval's question vectors; its tokenizer the query
-    rows). The vectors are the retriever's context tower's: embedded here, once per process (small
-    collections), or read from `vectors`, a folder `megazoo task retrieval embed` wrote from this
-    store with this retriever (any size: read by row); `index`, an index folder built from them
-    (`megazoo task retrieval index --vectors`), else a Flat index made here."""
+    rows). The vectors are the retriever's context tower's: read from `vectors`, a folder `megazoo
+    task retrieval embed` wrote from this store with this retriever (any size: read by row), else
+    embedded by `embed(ctx)` (small collections), each rank its share; `index`, an index folder built
+    from them (`megazoo task retrieval index --vectors`), else a Flat index made by `embed`."""
 
     def __init__(self, retriever, passages, question_length: int, passage_length: int | None, vectors: str = "",
                  index: str = ""):
@@ -40,14 +39,19 @@ class Evidence:
             raise ConfigError(f"{retriever}: a {self.enc.similarity}-similarity retriever; the reader's p(z | q) is "
                               f"the softmax of inner products, so the reader stages take a dot retriever for now")
         self.vectors = _stored(vectors, passages, self.enc, retriever) if vectors else None
-        if self.vectors is None:
-            key = (str(Path(retriever).resolve()), passages.fingerprint, self.enc.passage_length, self.enc.pooling)
-            if key not in _VECTORS:
-                _VECTORS.clear()
-                rows = list(passages)
-                _VECTORS[key] = self.enc.passages([p.title for p in rows], [p.text for p in rows], progress=True)
-            self.table = torch.from_numpy(_VECTORS[key])
-        self.index = self._index(index)
+        self.table: torch.Tensor | None = None  # the vectors embedded here (no vectors folder), by embed()
+        self.index = self._index(index) if index else None
+
+    def embed(self, ctx=None) -> None:
+        """Make the evidence ready to search (once; later calls return at once). Without a vectors
+        folder, rank r of the run's `ctx.world_size` ranks embeds the r-th contiguous range of
+        passages and an all_gather over the world assembles the table on every rank (every rank
+        calls this: a collective); `ctx` None or one rank: every passage here. Then the Flat index,
+        unless an index folder was given."""
+        if self.vectors is None and self.table is None:
+            self.table = torch.from_numpy(embed_across_ranks(self.enc, self.passages, ctx))
+        if self.index is None:
+            self.index = self._index("")
 
     def _index(self, folder: str):
         from megazoo.tasks.retrieval.index import build_index, load_index
@@ -65,17 +69,47 @@ class Evidence:
         """The context vectors of passage rows `found` (any shape), float32 [..., h]."""
         idx = np.asarray(found, dtype=np.int64)
         if self.vectors is None:
+            self._check_ready()
             return self.table[torch.from_numpy(idx)]
         return torch.from_numpy(self.vectors.take(idx.ravel())).view(*idx.shape, -1)
 
     def search(self, q: np.ndarray, k: int) -> np.ndarray:
         from megazoo.tasks.retrieval.index import search
 
+        self._check_ready()
         return search(self.index, np.ascontiguousarray(q, dtype=np.float32), min(k, len(self.passages)))[1]
+
+    def _check_ready(self) -> None:
+        if self.index is None or (self.vectors is None and self.table is None):
+            raise RuntimeError("Evidence.embed(ctx) first: the evidence is embedded on every rank together")
 
     def prior(self, q: torch.Tensor, found) -> torch.Tensor:
         """[n, k] log p(z | q): the softmax over each question's k passages of the inner products."""
         return torch.log_softmax(torch.einsum("nh,nkh->nk", q.float(), self.take(found)), -1)
+
+
+def embed_across_ranks(enc, passages, ctx=None) -> np.ndarray:
+    """float32 [len(passages), h]: every passage's context vector. Rank r of `ctx.world_size` embeds
+    only rows index.row_ranges(n, world)[r] (a progress bar on rank 0), then one all_gather over the
+    world (tensors on ctx.device, padded to the longest range) gives every rank the whole table in
+    row order. `ctx` None or a single rank: every row in this process."""
+    from megazoo.tasks.retrieval.index import row_ranges
+
+    n = len(passages)
+    rank, world = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)
+    a, b = row_ranges(n, world)[rank]
+    mine = passages.rows(a, b) if hasattr(passages, "rows") else list(passages[a:b])
+    part = enc.passages([p.title for p in mine], [p.text for p in mine], progress=rank == 0)
+    if world == 1:
+        return part
+    import torch.distributed as dist
+
+    ranges = row_ranges(n, world)
+    x = torch.zeros((max(hi - lo for lo, hi in ranges), enc.hidden_size), dtype=torch.float32, device=ctx.device)
+    x[:len(part)] = torch.from_numpy(part).to(ctx.device)
+    got = [torch.empty_like(x) for _ in range(world)]
+    dist.all_gather(got, x)
+    return torch.cat([g[:hi - lo] for g, (lo, hi) in zip(got, ranges)]).cpu().numpy()
 
 
 def _stored(folder: str, passages, enc, retriever):

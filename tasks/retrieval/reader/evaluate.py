@@ -1,6 +1,8 @@
 """The reader's evaluation (not a training loop): exact match and F1 of the best span over each
-question's top-k passages, the top-k answer recall of the passages read and DPR top-1/5/20 of the
-question vectors, all fractions in [0, 1] (eval/metrics' scale; printed as percentages); and the
+question's top-k passages (task.top_k_mode individual: span.py's `best_span` on each passage's
+log-probabilities plus log p(z | q); joint: joint.py's, the argmax of the score its loss
+normalises), the top-k answer recall of the passages read and DPR top-1/5/20 of the question
+vectors, all fractions in [0, 1] (eval/metrics' scale; printed as percentages); and the
 end-to-end run's retriever written as a two-tower checkpoint.
 
 EM and F1 are SQuAD v1.1's (and DPR's): lower-case, punctuation and the articles a/an/the removed,
@@ -45,6 +47,7 @@ def read_rows(chunks, ctx, rows_per_question: list[list], pad_id: int, per_batch
 def predict(chunks, ctx, builder, retrieved, q: torch.Tensor, dtype) -> tuple[dict, list]:
     """(metrics, predictions) of the reader on `retrieved`'s questions with question vectors `q`."""
     from megazoo.tasks.retrieval.evaluate import has_answer, top_k_accuracy
+    from megazoo.tasks.retrieval.reader import joint
     from megazoo.tasks.retrieval.reader.span import best_span, span_log_probs, text_mask
 
     s, ev = builder.settings, builder.evidence
@@ -56,8 +59,11 @@ def predict(chunks, ctx, builder, retrieved, q: torch.Tensor, dtype) -> tuple[di
     logits = read_rows(chunks, ctx, rows, builder.pad_id, s.eval_batch, builder.hidden_size, dtype)
     em, f1, recall, preds = 0.0, 0.0, 0, []
     for i, (x, (start, end)) in enumerate(zip(questions, logits)):
-        ls, le = span_log_probs(start, end, text_mask(rows[i], start.shape[1]))
-        z, a, b = best_span(ls, le, prior[i], s.max_answer_tokens)
+        mask = text_mask(rows[i], start.shape[1])
+        if s.top_k_mode == "joint":  # the argmax of the joint score, across the k passages
+            z, a, b = joint.best_span(start, end, mask, prior[i], s.max_answer_tokens)
+        else:
+            z, a, b = best_span(*span_log_probs(start, end, mask), prior[i], s.max_answer_tokens)
         answer = answer_text(builder.rows.tok, ev.passages[int(found[i][z])].text, rows[i][z], a, b)
         hit, overlap = answer_scores(answer, x.answers)
         em, f1 = em + hit, f1 + overlap

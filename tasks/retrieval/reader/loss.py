@@ -1,5 +1,7 @@
 """The reader's objective on a micro-batch: the answer's marginal likelihood over each question's k
-passages and over every occurrence of an answer in them (span.py's formula, on whole tensors).
+passages and over every occurrence of an answer in them (span.py's formula, on whole tensors),
+"individual top-k"; `task.top_k_mode: joint` hands the micro-batch to joint.py (one normalisation
+over every candidate span of the k passages).
 
     log p(a | q) = logsumexp_z [ log p(z | q) + logsumexp_{(s, e) = a in z} (log p_start(s) + log p_end(e)) ]
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from megazoo.tasks.retrieval.reader import joint
 from megazoo.tasks.retrieval.reader.span import NEG, span_log_probs
 
 
@@ -37,10 +40,14 @@ def retrieval_log_probs(mb: dict, query: torch.Tensor | None) -> torch.Tensor:
     return torch.log_softmax(torch.einsum("nh,nkh->nk", query, mb["ctx"].float()), -1)
 
 
-def question_losses(out, mb: dict) -> torch.Tensor:
-    """[n] -log p(a | q) of each question of the micro-batch, 0 where no passage holds an answer."""
-    ls, le = span_log_probs(out.start, out.end, text_mask(mb["text"], out.start.shape[1]))
+def question_losses(out, mb: dict, mode: str = "individual", max_answer_tokens: int = 0) -> torch.Tensor:
+    """[n] -log p(a | q) of each question of the micro-batch, 0 where no passage holds an answer;
+    `mode` individual (here) or joint (joint.py; a gold span must fit in max_answer_tokens)."""
+    mask = text_mask(mb["text"], out.start.shape[1])
     lp = retrieval_log_probs(mb, out.query)
+    if mode == "joint":
+        return joint.question_losses(out.start, out.end, mask, lp, mb["spans"], max_answer_tokens)
+    ls, le = span_log_probs(out.start, out.end, mask)
     n, k = lp.shape
     ll = spans_log_likelihood(ls, le, mb["spans"]).view(n, k)
     per_question = -torch.logsumexp(lp + ll, -1)

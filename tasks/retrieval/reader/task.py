@@ -6,6 +6,14 @@ checked before any rank starts.
              questions re-retrieved every `refresh_steps` steps with the current query tower
     mss      e2e on masked salient spans of the training passages (REALM-style pretraining of the
              query tower, started from an ICT retriever; mss.py)
+
+`top_k_mode` says how the k passages are read: `individual` (each passage's spans normalised on
+their own, the answer marginalised over the passages; span.py, loss.py) or `joint` (one
+normalisation over every candidate span of the k passages, log p(z | q) added to each; joint.py).
+Both apply to every component: on fixed retrieval (`reader`) joint is the reader's shared
+normalisation across passages (Clark & Gardner 2018) with the constant prior as a passage bias, a
+reader objective in its own right, so it is accepted there too; end to end it also trains the
+query tower.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from megazoo.core.train.config import ConfigError
 from megazoo.core.train.config_checks import fill_dataclass
 
 COMPONENTS = ("reader", "e2e", "mss")
+TOP_K_MODES = ("individual", "joint")
 
 
 @dataclass
@@ -29,6 +38,7 @@ class ReaderTask:
     train_file: str = "nq-train.json"
     test_file: str = "nq-test.json"
     top_k: int = 4
+    top_k_mode: str = "individual"  # individual: each passage on its own; joint: one normalisation over all k
     question_length: int = 32
     passage_length: int = 0  # the retriever's passage tokens (0: its run's own, else 256)
     reader_length: int = 160  # the reader's tokens: question, title and text
@@ -50,6 +60,8 @@ class ReaderTask:
         out = fill_dataclass(cls, task, "task", "task retrieval reader")
         if out.component not in COMPONENTS:
             raise ConfigError(f"task.component={out.component!r}; choose one of {', '.join(COMPONENTS)}")
+        if out.top_k_mode not in TOP_K_MODES:
+            raise ConfigError(f"task.top_k_mode={out.top_k_mode!r}; choose one of {', '.join(TOP_K_MODES)}")
         if not out.retriever:
             raise ConfigError("task.retriever: give the retriever's checkpoint (a retriever run's checkpoints/)")
         if out.top_k < 1 or out.refresh_steps < 1 or out.max_answer_tokens < 1 or out.eval_batch < 1:
