@@ -71,7 +71,7 @@ def queries(n: int, seed: int = 1) -> list[str]:
     return random.Random(seed).sample(sentences, min(n, len(sentences)))
 
 
-def query_recall(index_dir: Path, vec_dir: Path, q, exact: dict) -> dict:
+def query_recall(index_dir: Path, q, exact: dict) -> dict:
     from megazoo.tasks.retrieval.index import load_index, recall_against_exact, search
 
     index = load_index(index_dir)[0]
@@ -127,7 +127,7 @@ def run(a) -> dict:
         row = {"factory": spec, "knobs": knobs, "build_s": r["wall_s"], "peak_mib": r["peak_mib"],
                "index_mib": round(sum(p.stat().st_size for p in out.glob("*.faiss")) / 2**20, 1),
                "stored_probes": {k: v for k, v in meta.items() if k.startswith("recall")},
-               "sentence_queries": query_recall(out, root / "vec", q, exact)}
+               "sentence_queries": query_recall(out, q, exact)}
         result["indexes"].append(row)
         print(json.dumps(row), flush=True)
     return result
