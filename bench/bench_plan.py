@@ -26,7 +26,7 @@ HEADING = "## Planner validation (bench/bench_plan.py)"
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
-TOLERANCE = 0.10  # issue 44: every held row within 10% of the figure its source measured
+TOLERANCE = 0.10  # issue 44: every row within 10% of the figure its source measured
 
 
 def count_within(table: list[dict], tol: float = TOLERANCE) -> int:
@@ -58,8 +58,7 @@ def section(table, sens, ranked, dry, seconds, cpu, cp_ep=None) -> str:
              f"Peer: {len(table)} published runs of {len({r['source'] for r in table})} sources "
              f"(core/plan/published.py: each row cites its table and the settings it assumes). {n} of {len(table)} "
              f"rows within 10% of the figure each source measured (step time where given, else TFLOP/s or MFU; "
-             f"issue 44's target: every held row; BLOOM 176B is shown, not held: its figure is approximate and its "
-             f"micro-batch unstated), one global set of constants (refit on the whole table, leave-one-source-out "
+             f"issue 44's target: every row), one global set of constants (refit on the whole table, leave-one-source-out "
              f"below), no per-row fitting. "
              f"Residual = predicted / published TFLOP/s - 1, in each paper's own FLOP convention (Narayanan eq. 3 for "
              f"the A100 and MT-NLG rows, Megatron-LM's model FLOPs with the full attention core for H100 and "
@@ -74,9 +73,9 @@ def section(table, sens, ranked, dry, seconds, cpu, cp_ep=None) -> str:
                      f"({'yes' if r['fits'] else 'no'}) |")
     steps = [r for r in table if r.get("published_step_s")]
     interleaved = [r for r in table if r.get("interleave_assumed")]
-    lines += ["", "MT-NLG 530B step time (global batch 1920 x 2048), seconds per iteration published / predicted "
-              "(residual): " + "; ".join(f"DP {r['dp']} on {r['gpus']} A100: {r['published_step_s']} / "
-                                          f"{r['predicted_step_s']:.1f} ({r['step_residual']:+.1%})" for r in steps)
+    lines += ["", "Rows whose source gives a step time, seconds per iteration published / predicted (residual): "
+              + "; ".join(f"{r['source']}, {r['label']}: {r['published_step_s']} / "
+                          f"{r['predicted_step_s']:.1f} ({r['step_residual']:+.1%})" for r in steps)
               + ".", "",
               "Rows that depend on the interleaving rule (no paper states its number of chunks; vpp is the smallest "
               "that divides a stage's layers), with the residual the plain 1F1B schedule (vpp 1) would give: "

@@ -2,7 +2,7 @@
 
 Three constants of `Efficiency` are fitted: gemm_fraction, gemm_dim_half and kernel_overhead_s; the
 others are measured or stated (the GPU table, link and HBM fractions) or left where the earlier
-table put them. `fit` picks, from a grid, the combination with the fewest held rows outside the
+table put them. `fit` picks, from a grid, the combination with the fewest rows outside the
 tolerance, then the smallest worst error, then the smallest mean error. `leave_one_source_out`
 refits without each source's rows and reports how that source's rows then fare: the planner
 predicts a paper it has not seen, not only the papers it was tuned on.
@@ -28,11 +28,6 @@ def candidates(grid: dict = GRID, base: Efficiency = DEFAULT_EFFICIENCY) -> list
     return [replace(base, **dict(zip(names, values))) for values in product(*(grid[n] for n in names))]
 
 
-def held_rows(rows: list[PublishedRow] | None = None) -> list[PublishedRow]:
-    """The rows held to the tolerance (not the indicative ones)."""
-    return [r for r in (published_rows() if rows is None else rows) if not r.indicative]
-
-
 def error_matrix(rows: list[PublishedRow], effs: list[Efficiency]) -> list[list[float]]:
     """errors[i][j]: row j's error (the figure its source measured) under candidate i."""
     return [[evaluate(row, eff)["error"] for row in rows] for eff in effs]
@@ -50,7 +45,7 @@ def best(effs: list[Efficiency], errors: list[list[float]], keep: list[int], tol
 
 
 def fit(rows: list[PublishedRow] | None = None, grid: dict = GRID, tolerance: float = 0.10) -> Efficiency:
-    rows = held_rows(rows)
+    rows = published_rows() if rows is None else rows
     effs = candidates(grid)
     errors = error_matrix(rows, effs)
     return effs[best(effs, errors, list(range(len(rows))), tolerance)]
@@ -60,7 +55,7 @@ def leave_one_source_out(rows: list[PublishedRow] | None = None, grid: dict = GR
                          tolerance: float = 0.10) -> list[dict]:
     """For each source: the constants fitted on every other source's rows, and this source's
     errors under them."""
-    rows = held_rows(rows)
+    rows = published_rows() if rows is None else rows
     effs = candidates(grid)
     errors = error_matrix(rows, effs)
     out = []
@@ -93,7 +88,7 @@ def rules_left_out(rows: list[PublishedRow] | None = None, grid: dict = GRID, to
     constants and with the constants refit on every other source's rows (the source then unseen twice
     over: neither the rule nor the constants come from it), beside the errors with the rule; and how
     far the rule moves the rows of the other sources (`others`: label -> (with, without))."""
-    rows = held_rows(rows)
+    rows = published_rows() if rows is None else rows
     effs = candidates(grid)
     errors = error_matrix(rows, effs)
     out = []

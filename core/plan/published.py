@@ -30,7 +30,6 @@ class PublishedRow:
     cite: str = ""  # table, section or URL of the figure
     assumed: str = ""  # settings the source does not state, and the value taken
     flops_shape: ModelShape | None = None  # the model the published FLOPs count, when `shape` is a stand-in
-    indicative: str = ""  # why the row is shown but not held to the tolerance ("": it is held)
 
 
 def gpt(params: str, heads: int, hidden: int, layers: int, vocab: int, seq: int, tied: bool) -> ModelShape:
@@ -165,12 +164,6 @@ OPT_ASSUMED = ("8 sequences per data-parallel rank in one micro-batch (metaseq's
                "attention; TFLOP/s counted as eq. 3 (the logbook's 4.30E+23 FLOPs)")
 
 BLOOM_SOURCE = "BLOOM 176B (BigScience 2022)"
-
-
-BLOOM_INDICATIVE = ("the planner's step is 16% long: its busiest stage alone (128 micro-batches of 6 layer slots, "
-                    "95 s) leaves 10 s for fill, drain and communication, where Megatron's bubble alone is 8 s and "
-                    "DeepSpeed's 2 (p - 1) rule, read off MT-NLG, 16 s; without that rule the row is +8% (within 10%) "
-                    "and MT-NLG's rows -15 to -18%, so no one rule holds both sources (docs/parallelism.md)")
 
 
 def llama3_405b(seq: int) -> ModelShape:
@@ -308,7 +301,7 @@ def bloom_rows() -> list[PublishedRow]:
                     distributed_optimizer=True, flash_attention=False, scatter_gather=False, network_gb_s=6.25,
                     pipeline_engine="deepspeed")
     return [PublishedRow(BLOOM_SOURCE, "176B on 384 A100", slots, layout, "a100-80gb", 150.0, "narayanan", 105.0,
-                         flops_shape=shape, indicative=BLOOM_INDICATIVE,
+                         flops_shape=shape,
                          cite="arXiv 2211.05100 sec. 3.4; bigscience.notion.site BigScience-176B-Model; "
                               "github.com/bigscience-workshop/bigscience train/tr11-176B-ml README.md and .slurm",
                          assumed="DeepSpeed's pipeline (full activations sent, plain 1F1B); TFLOP/s "

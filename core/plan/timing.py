@@ -276,7 +276,8 @@ def stage_micro_batch_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Eff
     flops = sum(n * lt.flops for n, lt in parts)
     exposed = eff.overlap_exposed if layout.tp_comm_overlap else 1.0
     tp_one = 2 * (t - 1) / t * e * s * b * h / tp_bandwidth(layout, gpu, eff) if t > 1 else 0.0
-    if stage == layout.pp - 1:  # output layer GEMMs and cross-entropy
+    if stage == layout.pp - 1 and shape.lm_head:  # output layer GEMMs and cross-entropy (a shape without
+        # an output layer, such as BLOOM's layer slots where a slot stands in for it, pays none)
         vocab = shape_vocab(shape, t) / t
         ce_bytes = CROSS_ENTROPY_BYTES_BEFORE if "cross_entropy_bytes" in eff.rules_off else CROSS_ENTROPY_BYTES
         seconds += 3 * gemm_time(b * s, h, vocab, gpu, eff) + _bytes_time(ce_bytes * b * s * vocab, gpu, eff)

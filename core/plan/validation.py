@@ -52,7 +52,7 @@ def evaluate(row: PublishedRow, eff: Efficiency = DEFAULT_EFFICIENCY) -> dict:
                predicted_tflops=predicted, residual=residual, predicted_step_s=p.step_time_s,
                published_step_s=row.step_time_s, peak_fraction=predicted / get_gpu(row.gpu).peak_tflops,
                memory_gb=p.memory_gb_per_gpu, fits=p.fits, bubble=p.bubble_fraction,
-               interleave_assumed=row.interleave_assumed, cite=row.cite, assumed=row.assumed, indicative=row.indicative,
+               interleave_assumed=row.interleave_assumed, cite=row.cite, assumed=row.assumed,
                time_breakdown_s=p.time_breakdown_s)
     # the step time the published TFLOP/s implies, where the source gives no step time
     out["step_residual"] = (p.step_time_s / row.step_time_s - 1.0) if row.step_time_s else 1.0 / (1.0 + residual) - 1.0
