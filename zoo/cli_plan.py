@@ -75,12 +75,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ep", type=degrees, default=(1,),
                         help="expert-parallel size (MoE experts split over ep of the data-parallel ranks); with "
                              "--search a list to try, e.g. 1,2,8")
+    parser.add_argument("--etp", type=DEGREE, default=None,
+                        help="expert tensor-parallel size with Megatron-Core's MoE parallel folding: the experts split "
+                             "over etp ranks, their etp x ep x expert-dp grid over the tp x cp x dp ranks "
+                             "(default: megazoo's MoE layer, experts split over tp, ep carved out of dp)")
     parser.add_argument("--no-cp-overlap", dest="cp_overlap", action="store_false",
                         help="the ring's K/V sends do not overlap the attention compute (default: they do)")
     parser.add_argument("--micro-batch", type=BATCH, default=1, help="sequences per micro-batch")
     parser.add_argument("--global-batch", type=BATCH, default=None, help="sequences per step (default: dp x micro-batch)")
     parser.add_argument("--seq-length", type=int_in(1, 1 << 24), default=None, help="tokens per sequence (default: the card's)")
     parser.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    parser.add_argument("--recompute-modules", nargs="+", default=(), metavar="MODULE",
+                        help="with --recompute selective, the modules recomputed (Megatron-Core's --recompute-modules): "
+                             "core_attn (the default), layernorm, moe_act")
     parser.add_argument("--distributed-optimizer", action="store_true", help="shard optimizer states over dp (ZeRO-1)")
     parser.add_argument("--shard", default=None, metavar="{none,optimizer,grads,full}",
                         help="what the data-parallel ranks shard (parallel.shard): optimizer states (ZeRO-1, as "
@@ -160,9 +167,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def build_layout(args: argparse.Namespace):
     from megazoo.core.plan.shapes import Layout
 
-    return Layout(gpus=args.gpus, tp=args.tp, pp=args.pp, vpp=args.vpp, cp=args.cp[0], ep=args.ep[0],
+    return Layout(gpus=args.gpus, tp=args.tp, pp=args.pp, vpp=args.vpp, cp=args.cp[0], ep=args.ep[0], etp=args.etp,
                   cp_overlap=args.cp_overlap, micro_batch=args.micro_batch,
                   global_batch=args.global_batch, seq_length=args.seq_length, sp=args.sp, recompute=args.recompute,
+                  recompute_modules=tuple(args.recompute_modules),
                   distributed_optimizer=args.distributed_optimizer, shard=args.shard,
                   shard_prefetch=args.shard_prefetch, optimizer_offload=args.optimizer_offload, precision=args.precision,
                   gpus_per_node=args.gpus_per_node, nvlink_gb_s=args.nvlink_gb_s, network_gb_s=args.network_gb_s,
@@ -279,10 +287,13 @@ def print_plan(p) -> None:
     lay = p.layout
     cp = f" x cp {lay['cp']}" if lay["cp"] > 1 else ""
     ep = f" (ep {lay['ep']} inside dp)" if lay["ep"] > 1 else ""
+    if lay.get("etp") is not None:
+        ep = f" (experts: etp {lay['etp']} x ep {lay['ep']} folded over tp x cp x dp)"
     print(f"{p.model} on {lay['gpus']} x {p.gpu}: tp {lay['tp']}{cp} x pp {lay['pp']}"
           + (f" (vpp {lay['vpp']})" if lay["vpp"] > 1 else "") + f" x dp {p.dp}{ep}; micro-batch {lay['micro_batch']}, "
           f"global batch {lay['global_batch']} ({p.num_micro_batches} micro-batches per replica), seq {lay['seq_length']}; "
-          f"sp {'on' if lay['sp'] else 'off'}, recompute {lay['recompute']}, "
+          f"sp {'on' if lay['sp'] else 'off'}, recompute {lay['recompute']}"
+          + (f" ({', '.join(lay['recompute_modules'])})" if lay.get("recompute_modules") else "") + ", "
           f"sharding {SHARD_WORDS[lay['shard']]}, {lay['precision']}")
     active = f", {p.params_active:,} active per token" if p.params_active != p.params_total else ""
     print(f"parameters: {p.params_total:,} in all{active}, {p.params_per_gpu:,} on the largest GPU")
@@ -374,7 +385,9 @@ def row_command(row) -> list[str] | None:
     argv += (["--seq-length", str(seq)] if seq != base.seq_length else []) + ["--gpus", str(lay.gpus), "--gpu", row.gpu,
              "--tp", str(lay.tp), "--pp", str(lay.pp)] + (["--vpp", str(lay.vpp)] if lay.vpp > 1 else [])
     argv += (["--cp", str(lay.cp)] if lay.cp > 1 else []) + (["--ep", str(lay.ep)] if lay.ep > 1 else [])
+    argv += ["--etp", str(lay.etp)] if lay.etp is not None else []
     argv += ["--micro-batch", str(lay.micro_batch), "--global-batch", str(lay.batch), "--recompute", lay.recompute]
+    argv += ["--recompute-modules", *lay.recompute_modules] if lay.recompute_modules else []
     if lay.precision != "bf16":
         argv += ["--precision", lay.precision]
     if lay.sp is not None:

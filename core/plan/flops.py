@@ -63,11 +63,14 @@ def narayanan_flops(shape: ModelShape, batch: int, seq: int | None = None, vocab
     return 96.0 * batch * s * n * h * h * (1 + s / (6 * h) + v / (16 * n * h))
 
 
-def megatron_2024_flops(shape: ModelShape, batch: int, seq: int | None = None, vocab: int | None = None) -> float:
+def megatron_2024_flops(shape: ModelShape, batch: int, seq: int | None = None, vocab: int | None = None,
+                        causal: bool = False) -> float:
     """Megatron-LM's 2024 model-FLOPs count (no recompute, attention core counted in full):
     the DESIGN.md formula with c = 12; the H100 weak-scaling table reports it. MoE layers count
     top_k expert MLPs and no router (`num_experts_routed_to` of Megatron-LM's count), the convention
-    of the Megatron-Core MoE README's Mixtral figure."""
+    of the Megatron-Core MoE README's Mixtral figure. causal=True is the 2025 count
+    (`megatron2025`): the same, with the attention core's "causal mask (only half of the mask is
+    non-zero)", c = 6."""
     v = vocab or shape.vocab_size
     s = seq or shape.seq_length
     h, f, q, k = shape.hidden_size, shape.ffn_hidden_size, shape.q_size, shape.kv_size
@@ -75,7 +78,7 @@ def megatron_2024_flops(shape: ModelShape, batch: int, seq: int | None = None, v
     n, n_moe = shape.num_layers, shape.num_moe_layers
     mlp = 6 * h * f * e * (n - n_moe) + 6 * h * shape.expert_ffn * e * shape.top_k * n_moe
     return float(batch * s * (6 * (h * (q + 2 * k) + q * h) * n + mlp + 6 * h * v)
-                 + 12 * q * batch * s * s * n)
+                 + (6 if causal else 12) * q * batch * s * s * n)
 
 
 # The FLOP conventions a TFLOP/s figure can be reported in (`megazoo plan --flops-convention`).
@@ -86,6 +89,8 @@ FLOPS_CONVENTIONS = {
                  "core; the convention of their Table 1 and of MT-NLG's 126 TFLOP/s",
     "megatron2024": "Megatron-LM's num_floating_point_operations (2024): model FLOPs, no recompute, the full "
                     "attention core; the convention of the Megatron-LM H100 weak-scaling table",
+    "megatron2025": "Megatron-LM's num_floating_point_operations (2025): megatron2024 with the attention core "
+                    "counted causally (half); the convention of the Megatron-MoE model zoo's Qwen3 tables",
 }
 
 
@@ -98,6 +103,6 @@ def convention_flops(shape: ModelShape, batch: int, seq: int | None = None, tp: 
         return model_flops(shape, batch, seq, tp=tp)
     if convention == "narayanan":
         return narayanan_flops(shape, batch, seq, vocab)
-    if convention == "megatron2024":
-        return megatron_2024_flops(shape, batch, seq, vocab)
+    if convention in ("megatron2024", "megatron2025"):
+        return megatron_2024_flops(shape, batch, seq, vocab, causal=convention == "megatron2025")
     raise PlanError(f"unknown FLOP convention {convention!r}; one of {', '.join(FLOPS_CONVENTIONS)}")

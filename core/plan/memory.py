@@ -96,7 +96,7 @@ def grad_units(shape: ModelShape, layout: Layout, stage: int) -> list[tuple[list
         for i in range(start, stop):
             expert = shape.is_moe_layer(i)
             out.append((layer_shapes(shape, t, moe=expert, ep=0),
-                        expert_shapes(shape, t, layout.ep) if expert else [], []))
+                        expert_shapes(shape, layout.expert_tp, layout.ep) if expert else [], []))
     if shape.traits.encoder_decoder:
         out += [(layer_shapes(shape, t, decoder=True), [], [])] * shape.num_decoder_layers
     return out
@@ -214,18 +214,28 @@ def layer_activation_bytes(shape: ModelShape, layout: Layout, recompute: str | N
     # replicated across tp ranks unless sequence parallel: two norm inputs, the qkv and fc1 inputs,
     # two dropout masks (1 byte per element)
     replicated = (4 * e + drop * 2) * s * b * h
+    # selective recompute of Megatron-Core's modules (Layout.recompute_modules; none listed: core_attn)
+    modules = (layout.recompute_modules or ("core_attn",)) if recompute == "selective" else ()
+    if "layernorm" in modules:  # output-discarding: the norms' outputs (the qkv and fc1 inputs) go
+        replicated -= 2 * e * s * b * h
     # split across tp ranks: q, k, v; the attention output (projection input); the MLP
     split = e * s * b * (q + 2 * k) + e * s * b * q
     routed = 1.0
     whole = 0.0  # held whole on every tp rank, sequence parallel or not
     if moe:
         f, routed = shape.expert_ffn, shape.routed_share
-        # megazoo gathers the sp slices before routing (core/nn/moe/layer.py): the router's input, the
-        # expert input and output rows of the routed copies, the router's fp32 logits and probabilities
-        whole = e * s * b * h + 2 * e * s * b * h * routed + 8 * s * b * shape.num_experts
+        if layout.folded:  # Megatron-Core's folding: each rank routes its own slice (the router input is
+            # the norm output counted above); the expert input and output rows it runs (its etp group's
+            # routed copies) and the router's fp32 logits and probabilities of its slice
+            local = s * b / (t if sp else 1)
+            whole = 2 * e * local * layout.expert_tp * routed * h + 8 * local * shape.num_experts
+        else:  # megazoo gathers the sp slices before routing (core/nn/moe/layer.py): the router's input, the
+            # expert input and output rows of the routed copies, the router's fp32 logits and probabilities
+            whole = e * s * b * h + 2 * e * s * b * h * routed + 8 * s * b * shape.num_experts
     split += routed * e * s * b * f * (2 if shape.gated else 1)  # activation-function input(s)
-    split += routed * e * s * b * f  # fc2 input
-    if recompute != "selective":
+    if not (moe and "moe_act" in modules):  # moe_act discards the experts' activation output
+        split += routed * e * s * b * f  # fc2 input
+    if "core_attn" not in modules:
         if layout.flash_attention:
             split += 4 * a * s * b  # fp32 log-sum-exp per row; no s x s matrix is stored
         else:

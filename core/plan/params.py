@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from math import prod
 
-from megazoo.core.plan.shapes import Layout, ModelShape, PlanError
+from megazoo.core.plan.shapes import RECOMPUTE_MODULES, Layout, ModelShape, PlanError
 from megazoo.core.plan.zero import check_mode
 
 
@@ -49,8 +49,11 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
         raise PlanError(f"num_kv_heads {shape.kv_heads} is not divisible by tp {t}")
     if shape.ffn_hidden_size % t:
         raise PlanError(f"ffn_hidden_size {shape.ffn_hidden_size} is not divisible by tp {t}")
-    if shape.moe and shape.expert_ffn % t:
-        raise PlanError(f"the experts' ffn_hidden_size {shape.expert_ffn} is not divisible by tp {t}")
+    if layout.etp is not None and (not isinstance(layout.etp, int) or layout.etp < 1):
+        raise PlanError(f"etp must be a positive integer (or unset: experts split over tp), got {layout.etp!r}")
+    if shape.moe and shape.expert_ffn % layout.expert_tp:
+        what = f"etp {layout.etp}" if layout.folded else f"tp {t}"
+        raise PlanError(f"the experts' ffn_hidden_size {shape.expert_ffn} is not divisible by {what}")
     if c > 1 and shape.traits.encoder_decoder:  # the ring splits self-attention, not cross-attention
         raise PlanError(f"context parallelism for {shape.traits.title} is not supported; use cp=1")
     if layout.ep > 1 and not shape.moe:
@@ -58,7 +61,13 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
     if shape.moe and shape.num_experts % layout.ep:
         raise PlanError(f"ep {layout.ep} does not divide num_experts {shape.num_experts}; every expert-parallel "
                         "rank holds the same number of experts")
-    if layout.dp % layout.ep:
+    if layout.etp is not None and not shape.moe:
+        raise PlanError(f"etp {layout.etp} needs a mixture-of-experts model (num_experts > 0); leave etp unset")
+    if layout.folded and (t * c * layout.dp) % (layout.etp * layout.ep):
+        raise PlanError(f"etp x ep = {layout.etp} x {layout.ep} does not divide tp x cp x dp = {t} x {c} x "
+                        f"{layout.dp} = {t * c * layout.dp}: with parallel folding the expert grid (etp x ep x "
+                        "expert-dp) spans the tp x cp x dp ranks of a pipeline stage")
+    if not layout.folded and layout.dp % layout.ep:
         raise PlanError(f"ep {layout.ep} does not divide the data-parallel size {layout.dp} (GPUs {layout.gpus} = "
                         f"tp {t} x cp {c} x pp {p} x dp {layout.dp}): expert parallelism is carved out of the "
                         "data-parallel ranks")
@@ -88,6 +97,12 @@ def check_layout(shape: ModelShape, layout: Layout) -> None:
         raise PlanError(f"{local} is not divisible by tp {t} (sequence parallelism splits it)")
     if layout.recompute not in ("none", "selective", "full"):
         raise PlanError(f"recompute must be none, selective or full, got {layout.recompute!r}")
+    unknown = [m for m in layout.recompute_modules if m not in RECOMPUTE_MODULES]
+    if unknown:
+        raise PlanError(f"recompute module {unknown[0]!r} is not one of {', '.join(RECOMPUTE_MODULES)}")
+    if layout.recompute_modules and layout.recompute != "selective":
+        raise PlanError(f"recompute modules ({', '.join(layout.recompute_modules)}) need recompute selective, "
+                        f"got recompute {layout.recompute}")
     if layout.pipeline_engine not in ("megatron", "deepspeed"):
         raise PlanError(f"pipeline_engine must be megatron or deepspeed, got {layout.pipeline_engine!r}")
     if layout.pipeline_engine == "deepspeed" and layout.vpp > 1:
@@ -156,14 +171,15 @@ def expert_shapes(shape: ModelShape, tp: int, ep: int = 1) -> list[tuple[int, ..
 
 
 def layer_shapes(shape: ModelShape, tp: int, decoder: bool = False, moe: bool = False,
-                 ep: int = 1) -> list[tuple[int, ...]]:
+                 ep: int = 1, etp: int | None = None) -> list[tuple[int, ...]]:
     """One transformer layer on one tp rank (a T5 decoder layer adds cross-attention; an MoE layer
-    has a router and num_experts / ep experts instead of the MLP; ep 0 leaves the experts out)."""
+    has a router and num_experts / ep experts, split over etp (None: tp), instead of the MLP; ep 0
+    leaves the experts out)."""
     h = shape.hidden_size
     out = _norm(shape, h) + attention_shapes(shape, tp)
     if decoder:
         out += _norm(shape, h) + attention_shapes(shape, tp, cross=True)
-    mlp = router_shapes(shape) + expert_shapes(shape, tp, ep) if moe else mlp_shapes(shape, tp)
+    mlp = router_shapes(shape) + expert_shapes(shape, etp or tp, ep) if moe else mlp_shapes(shape, tp)
     return out + _norm(shape, h) + mlp + adapter_shapes(shape, tp)
 
 
@@ -236,7 +252,7 @@ def stage_shapes(shape: ModelShape, layout: Layout, stage: int, experts: bool | 
     expert-dp ranks); False, all but those."""
     if experts:
         return [s for a, b in stage_layers(shape, layout, stage) for i in range(a, b) if shape.is_moe_layer(i)
-                for s in expert_shapes(shape, layout.tp, layout.ep)]
+                for s in expert_shapes(shape, layout.expert_tp, layout.ep)]
     t, p = layout.tp, layout.pp
     seq = layout.seq_length or shape.seq_length
     out: list[tuple[int, ...]] = []
@@ -248,7 +264,8 @@ def stage_shapes(shape: ModelShape, layout: Layout, stage: int, experts: bool | 
         out += layer_shapes(shape, t) * sum(b - a for a, b in stage_layers(shape, layout, stage))
     for start, stop in stage_layers(shape, layout, stage) if shape.moe else ():
         for i in range(start, stop):
-            out += layer_shapes(shape, t, moe=shape.is_moe_layer(i), ep=0 if experts is False else layout.ep)
+            out += layer_shapes(shape, t, moe=shape.is_moe_layer(i), ep=0 if experts is False else layout.ep,
+                                etp=layout.expert_tp)
     if shape.traits.encoder_decoder:
         out += layer_shapes(shape, t, decoder=True) * shape.num_decoder_layers
         out.append((shape.relative_buckets, shape.num_heads // t))
@@ -272,7 +289,7 @@ def stage_params(shape: ModelShape, layout: Layout, stage: int) -> int:
     n_layers = sum(b - a for a, b in stage_layers(shape, layout, stage))
     n_moe = stage_moe_layers(shape, layout, stage)
     total += (n_layers - n_moe) * _count(layer_shapes(shape, t))
-    total += n_moe * _count(layer_shapes(shape, t, moe=True, ep=layout.ep)) if n_moe else 0
+    total += n_moe * _count(layer_shapes(shape, t, moe=True, ep=layout.ep, etp=layout.expert_tp)) if n_moe else 0
     if shape.traits.encoder_decoder:
         total += shape.num_decoder_layers * _count(layer_shapes(shape, t, decoder=True))
         total += shape.relative_buckets * (shape.num_heads // t)
@@ -288,9 +305,9 @@ def stage_moe_layers(shape: ModelShape, layout: Layout, stage: int) -> int:
 
 def stage_expert_params(shape: ModelShape, layout: Layout, stage: int) -> int:
     """Expert parameters (part of stage_params) held by one rank of pipeline rank `stage`: its
-    num_experts / ep experts of each MoE layer, split over tp."""
+    num_experts / ep experts of each MoE layer, split over expert_tp (tp, or etp with parallel folding)."""
     n_moe = stage_moe_layers(shape, layout, stage)
-    return n_moe * _count(expert_shapes(shape, layout.tp, layout.ep)) if n_moe else 0
+    return n_moe * _count(expert_shapes(shape, layout.expert_tp, layout.ep)) if n_moe else 0
 
 
 def active_params(shape: ModelShape, tp: int = 1) -> int:

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from megazoo.core.plan.traits import ArchTraits, UnknownArchitecture, arch_traits
 
 ACTIVATIONS = ("gelu", "gelu_exact", "swiglu", "geglu", "relu")
+# Megatron-Core's --recompute-modules the planner counts (with recompute "selective"): core_attn, the
+# attention core (checkpointed); layernorm, the two norms' outputs (output-discarding); moe_act, the
+# experts' activation function's output (output-discarding)
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act")
 
 
 class PlanError(ValueError):
@@ -166,6 +170,12 @@ class Layout:
     pp: int = 1
     cp: int = 1  # context parallelism: each rank holds s / cp tokens (2 chunks of s / (2 cp)), ring attention
     ep: int = 1  # expert parallelism: each rank of an ep group holds num_experts / ep experts
+    # Megatron-Core's MoE parallel folding (--expert-tensor-parallel-size): the expert layers' own
+    # tensor-parallel size. Their etp x ep x expert-dp grid spans the tp x cp x dp ranks of a pipeline
+    # stage (ep ranks etp apart; expert-dp = tp cp dp / (etp ep)), and each rank dispatches its own
+    # sequence-parallel slice. None: megazoo's MoE layer (core/nn/moe): experts split over tp like the
+    # dense MLP, the slices gathered over tp before routing, ep carved out of dp.
+    etp: int | None = None
     cp_overlap: bool = True  # the ring's K/V sends run under the attention of the chunk in hand
     vpp: int = 1  # model chunks per pipeline rank (interleaved 1F1B when > 1)
     # the embedding and the output layer (with the loss) each take one layer's place in the pipeline
@@ -177,6 +187,9 @@ class Layout:
     seq_length: int | None = None  # None: the model's
     sp: bool | None = None  # sequence parallelism; None: on whenever tp > 1
     recompute: str = "none"  # none | selective | full
+    # with recompute "selective", the modules recomputed in the backward (Megatron-Core's
+    # --recompute-modules, RECOMPUTE_MODULES): () is its default, the attention core
+    recompute_modules: tuple[str, ...] = ()
     distributed_optimizer: bool = False
     # what the data-parallel ranks shard (core/plan/zero.py): none | optimizer | grads | full (ZeRO-1/2/3);
     # None: optimizer with the distributed optimizer, else none
@@ -206,9 +219,20 @@ class Layout:
         return self.dp * self.cp
 
     @property
+    def folded(self) -> bool:
+        """Megatron-Core's MoE parallel folding (etp given) rather than megazoo's MoE layer."""
+        return self.etp is not None
+
+    @property
+    def expert_tp(self) -> int:
+        """Ranks an expert's weights are split over: etp when folded, else tp."""
+        return self.tp if self.etp is None else self.etp
+
+    @property
     def expert_dp(self) -> int:
-        """Ranks an expert's gradient is reduced over: dp * cp / ep."""
-        return self.dp * self.cp // self.ep
+        """Ranks an expert's gradient is reduced over: tp * cp * dp / (expert_tp * ep), which is
+        dp * cp / ep for megazoo's layer (expert_tp = tp)."""
+        return self.tp * self.cp * self.dp // (self.expert_tp * self.ep)
 
     @property
     def sharding(self) -> str:
@@ -219,6 +243,11 @@ class Layout:
     def sharded(self) -> bool:
         """Whether optimizer states (at least) are split over the data-parallel ranks."""
         return self.sharding != "none"
+
+    def recomputes(self, module: str) -> bool:
+        """Whether the backward recomputes `module` (RECOMPUTE_MODULES): selective recompute of the
+        listed modules, the attention core when none is listed."""
+        return self.recompute == "selective" and module in (self.recompute_modules or ("core_attn",))
 
     @property
     def sequence_parallel(self) -> bool:

@@ -81,10 +81,12 @@ def layer_forward(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency,
     if moe:
         f, routed = shape.expert_ffn, shape.routed_share
         local = shape.num_experts // layout.ep
-        per_expert = tokens * routed * layout.ep / shape.num_experts  # tokens each local expert runs
-        width = (2 if shape.gated else 1) * f
-        gemm += gemm_time(tokens, h, shape.num_experts, gpu, eff)  # the router
-        gemm += local * (gemm_time(per_expert, h, width / t, gpu, eff) + gemm_time(per_expert, f / t, h, gpu, eff))
+        gathered = expert_tokens(layout, tokens)
+        per_expert = gathered * routed * layout.ep / shape.num_experts  # tokens each local expert runs
+        width, et = (2 if shape.gated else 1) * f, layout.expert_tp
+        router_rows = tokens / t if layout.folded and layout.sequence_parallel else tokens
+        gemm += gemm_time(router_rows, h, shape.num_experts, gpu, eff)  # the router
+        gemm += local * (gemm_time(per_expert, h, width / et, gpu, eff) + gemm_time(per_expert, f / et, h, gpu, eff))
         extra_kernels = 4  # router softmax/top-k, permute, unpermute, weighted combine
     else:
         width = (2 if shape.gated else 1) * f
@@ -98,11 +100,12 @@ def layer_forward(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency,
     e = 4 if layout.precision == "fp32" else 2
     drop = 1 if shape.dropout else 0
     # norms (read + write), two bias-dropout-residual adds; replicated across tp unless SP
-    rep = (2 * 2 * e + 2 * (3 * e + drop)) * tokens * h
+    rep = 2 * (3 * e + drop) * tokens * h
     if moe:  # permute and unpermute the routed copies (read + write), the weighted combine
         rep += (2 * 2 * e + 2 * e) * tokens * routed * h
     rep /= t if layout.sequence_parallel else 1
-    split = routed * (3 if shape.gated else 2) * e * tokens * f / t  # fused activation (and gating)
+    rep += norm_bytes(shape, layout, tokens)
+    split = activation_bytes(shape, layout, tokens, moe)  # fused activation (and gating)
     if shape.position == "rope":
         split += 2 * e * tokens * (q + k) / t
     if not layout.flash_attention:  # fused scale-mask-softmax, then dropout on the probabilities
@@ -114,9 +117,36 @@ def layer_forward(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency,
     return gemm + (4 + (1 if moe else 0)) * eff.kernel_overhead_s, attn, elementwise
 
 
-def tp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency) -> float:
+def norm_bytes(shape: ModelShape, layout: Layout, tokens: float) -> float:
+    """HBM bytes of a layer's two norms in one forward (read + write; per rank, split by sp)."""
+    e = 4 if layout.precision == "fp32" else 2
+    return 2 * 2 * e * tokens * shape.hidden_size / (layout.tp if layout.sequence_parallel else 1)
+
+
+def activation_bytes(shape: ModelShape, layout: Layout, tokens: float, moe: bool = False) -> float:
+    """HBM bytes of a layer's fused MLP activation (and gating) in one forward, per rank: the routed
+    copies of an MoE layer, the expert's hidden size split over tp (over etp with folding: the same
+    bytes per rank)."""
+    e = 4 if layout.precision == "fp32" else 2
+    f, routed = (shape.expert_ffn, shape.routed_share) if moe else (shape.ffn_hidden_size, 1.0)
+    return routed * (3 if shape.gated else 2) * e * tokens * f / layout.tp
+
+
+def expert_tokens(layout: Layout, tokens: float) -> float:
+    """Tokens (of a micro-batch's `tokens` per cp rank) whose routed copies one rank's experts share
+    out: megazoo's layer gathers the sequence-parallel slices over tp before routing, so all of them;
+    Megatron-Core's folding gathers only over the etp ranks of an expert, so etp / tp of them with
+    sequence parallelism."""
+    if layout.folded and layout.sequence_parallel:
+        return tokens * layout.expert_tp / layout.tp
+    return tokens
+
+
+def tp_bandwidth(layout: Layout, gpu: GPU, eff: Efficiency, size: int | None = None) -> float:
+    """Bus bandwidth of a tensor-parallel collective over `size` adjacent ranks (default: tp)."""
     per_node = layout.gpus_per_node or gpu.gpus_per_node
-    link = (layout.nvlink_gb_s or gpu.nvlink_gb_s) if layout.tp <= per_node else (layout.network_gb_s or gpu.network_gb_s)
+    size = layout.tp if size is None else size
+    link = (layout.nvlink_gb_s or gpu.nvlink_gb_s) if size <= per_node else (layout.network_gb_s or gpu.network_gb_s)
     return link * 1e9 * eff.link_fraction
 
 
@@ -174,15 +204,19 @@ def all_to_all_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency
     Volume per rank: its tokens x top_k (capped by the capacity factor) x h x bytes, of which
     (ep - 1)/ep leaves the rank. megazoo's MoE layer gathers the sequence-parallel slices over tp
     before routing (core/nn/moe/layer.py), so every tp rank dispatches all s / cp tokens of its
-    micro-batch. The ep ranks are tp x cp apart: the share bound for peers on this node crosses
-    NVLink, the rest the node's network adapters (one per GPU), both at once."""
+    micro-batch, and the ep ranks are tp x cp apart. With Megatron-Core's parallel folding
+    (layout.etp) each rank dispatches its own slice (s / (cp tp) tokens with sequence parallelism)
+    and the ep ranks are etp apart. The share bound for peers on this node crosses NVLink, the rest
+    the node's network adapters (one per GPU), both at once."""
     if layout.ep == 1:
         return 0.0
     e = 4 if layout.precision == "fp32" else 2
     tokens = layout.micro_batch * (layout.seq_length or shape.seq_length) // layout.cp
+    if layout.folded and layout.sequence_parallel:
+        tokens /= layout.tp
     volume = tokens * shape.routed_share * shape.hidden_size * e
     per_node = layout.gpus_per_node or gpu.gpus_per_node
-    stride = layout.tp * layout.cp
+    stride = layout.expert_tp if layout.folded else layout.tp * layout.cp
     on_node = max(1, min(layout.ep, per_node // stride))  # ep members on one node, this rank included
     nvlink = (layout.nvlink_gb_s or gpu.nvlink_gb_s) * 1e9 * eff.link_fraction
     net = (layout.network_gb_s or gpu.network_gb_s) * 1e9 * eff.link_fraction
@@ -228,9 +262,15 @@ def layer_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency, moe
         n_collectives += 2
         ring += ring_fwd
         n_all_to_all += 2
-    elif layout.recompute == "selective":
-        per_layer += attn + (0 if layout.flash_attention else elem * 0.5)
-        ring += ring_fwd  # the recomputed attention goes round the ring again
+    elif layout.recompute == "selective":  # the modules listed (layout.recomputes), their forward again
+        if layout.recomputes("core_attn"):
+            per_layer += attn + (0 if layout.flash_attention else elem * 0.5)
+            ring += ring_fwd  # the recomputed attention goes round the ring again
+        tokens = b * s
+        if layout.recomputes("layernorm"):  # two norm kernels
+            per_layer += _bytes_time(norm_bytes(shape, layout, tokens), gpu, eff) + 2 * eff.kernel_overhead_s
+        if moe and layout.recomputes("moe_act"):  # the experts' activation kernel
+            per_layer += _bytes_time(activation_bytes(shape, layout, tokens, moe), gpu, eff) + eff.kernel_overhead_s
     tp_one = 0.0
     if t > 1:
         volume = e * s * b * h
@@ -238,9 +278,16 @@ def layer_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency, moe
     exposed = eff.overlap_exposed if layout.tp_comm_overlap else 1.0
     # an MoE layer's MLP side, in all-reduces of the layer's activation per direction: the experts'
     # tp all-reduce over the routed copies (top_k per token) and, with sp, the all-gather of the
-    # sequence slices (half an all-reduce); a dense MLP: one
-    mlp_share = shape.routed_share + (0.5 if layout.sequence_parallel else 0.0) if moe else 1.0
-    tp_layer = n_collectives * (1 + mlp_share) / 2 * tp_one * exposed
+    # sequence slices (half an all-reduce); a dense MLP: one. With parallel folding, the all-gather
+    # and reduce-scatter of the routed copies over the etp ranks of each expert (none at etp 1)
+    mlp_comm = tp_one
+    if moe and layout.folded:
+        et = layout.expert_tp
+        rows = expert_tokens(layout, b * s) * shape.routed_share  # routed copies an etp group runs
+        mlp_comm = 2 * (et - 1) / et * e * rows * h / tp_bandwidth(layout, gpu, eff, et) if et > 1 else 0.0
+    elif moe:
+        mlp_comm = (shape.routed_share + (0.5 if layout.sequence_parallel else 0.0)) * tp_one
+    tp_layer = n_collectives * (tp_one + mlp_comm) / 2 * exposed
     ep_layer = n_all_to_all * all_to_all_time(shape, layout, gpu, eff) if moe else 0.0
     d = shape.head_dim
     if moe:
@@ -359,12 +406,12 @@ def step_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency) -> S
             volume /= layout.tp
         pp_comm = (m + (p - 1) / v) * 2 * v * volume / pp_bandwidth(layout, gpu, eff)
     # data-parallel traffic (zero.py): dense parameters over the dp x cp ranks (tp apart), expert
-    # parameters over the expert-dp ranks (dp x cp / ep; tp x ep apart when cp is 1, an approximation
-    # otherwise); gradients in fp32, weights in the compute dtype
+    # parameters over the expert-dp ranks (tp x cp x dp / (expert_tp x ep); expert_tp x ep apart, for
+    # megazoo's layer an approximation when cp > 1); gradients in fp32, weights in the compute dtype
     big = max(range(p), key=lambda i: stage_params(shape, layout, i))
     experts = stage_expert_params(shape, layout, big)
     groups = [(stage_params(shape, layout, big) - experts, layout.dp_cp, layout.tp, True),
-              (experts, layout.expert_dp, layout.tp * layout.ep, False)]
+              (experts, layout.expert_dp, layout.expert_tp * layout.ep, False)]
     mode = layout.sharding
     # ZeRO-3 keeps each chunk's root unit (embedding, head) gathered all step: gathered once, its
     # gradients reduce-scattered per micro-batch, as ZeRO-2 does (core/optim/weight_shards.py)
