@@ -60,3 +60,22 @@ def test_a_rank_stops_on_the_first_ctrl_c_and_ignores_the_next():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "cleaned up" and "Traceback" not in done.stderr
+
+
+def where_am_i():
+    import os
+
+    import torch.distributed as dist
+
+    return dist.get_rank(), os.environ.get("MEGAZOO_TEST_MARK"), os.getcwd()
+
+
+def test_ranks_run_in_the_callers_environment_and_folder(tmp_path, monkeypatch):
+    """Ranks fork from a server that imported torch once (forkserver), yet each launch sees the
+    caller's environment and working directory at the time of the call, as spawned processes do."""
+    for mark in ("first", "second"):
+        here = tmp_path / mark
+        here.mkdir()
+        monkeypatch.chdir(here)
+        monkeypatch.setenv("MEGAZOO_TEST_MARK", mark)
+        assert spawn(where_am_i, 2, timeout=120) == [(0, mark, str(here)), (1, mark, str(here))]

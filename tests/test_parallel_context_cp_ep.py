@@ -40,9 +40,29 @@ def _expected(rank, tp, cp, dp, pp, ep):
     }
 
 
-@pytest.mark.parametrize("tp,cp,pp,ep,world", [(1, 2, 1, 2, 8), (2, 2, 2, 1, 8), (1, 1, 1, 2, 4)])
-def test_groups_follow_the_documented_rank_order(tp, cp, pp, ep, world):
-    results = spawn(_groups, world, tp, cp, pp, ep)
+LAYOUTS = [(1, 2, 1, 2, 8), (2, 2, 2, 1, 8), (1, 1, 1, 2, 4)]  # tp, cp, pp, ep, world
+
+
+def _all_groups(layouts: list) -> list:
+    return [_groups(*layout) for layout in layouts]  # new groups per layout
+
+
+@pytest.fixture(scope="module")
+def groups() -> dict:
+    """(tp, cp, pp, ep, world) -> each rank's _groups; the layouts of one world size in one spawn."""
+    out = {}
+    for world in sorted({layout[-1] for layout in LAYOUTS}):
+        layouts = [layout[:4] for layout in LAYOUTS if layout[-1] == world]
+        per_rank = spawn(_all_groups, world, layouts)
+        for i, layout in enumerate(layouts):
+            out[(*layout, world)] = [r[i] for r in per_rank]
+    return out
+
+
+@pytest.mark.parametrize("tp,cp,pp,ep,world", LAYOUTS)
+def test_groups_follow_the_documented_rank_order(tp, cp, pp, ep, world, groups):
+    results = groups[(tp, cp, pp, ep, world)]
+    assert len(results) == world
     for rank, got in enumerate(results):
         dp = got["dp"]
         want = _expected(rank, tp, cp, dp, pp, ep)

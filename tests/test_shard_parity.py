@@ -92,8 +92,20 @@ def check(results: list, references: dict, root) -> None:
     assert seen
 
 
-def test_zero2_and_zero3_at_dp2_match_one_process(references, tmp_path):
-    check(spawn(_two_rank_cases, 2, str(tmp_path), timeout=600), references, tmp_path)
+def _two_ranks(root: str) -> dict:
+    """Every 2-rank run of this file in one spawn (each spawn imports torch again on every rank)."""
+    return {"dp2": _two_rank_cases(f"{root}/dp2"), "text": _text_models(f"{root}/text")}
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    root = tmp_path_factory.mktemp("two_ranks")
+    return root, spawn(_two_ranks, 2, str(root), timeout=900)
+
+
+def test_zero2_and_zero3_at_dp2_match_one_process(references, two_ranks):
+    root, results = two_ranks
+    check([r["dp2"] for r in results], references, root / "dp2")
 
 
 def test_zero3_composes_with_dp4_tp_sp_pp_vpp_cp_ep(references, tmp_path):
@@ -112,10 +124,10 @@ def _text_models(root: str) -> dict:
                       for recipe in ("bert-tiny", "t5-tiny") for mode in ("optimizer", "full")})
 
 
-def test_zero3_trains_bert_and_t5_like_zero1(tmp_path):
+def test_zero3_trains_bert_and_t5_like_zero1(two_ranks):
     """The units of an encoder (BERT) and of an encoder-decoder (T5, cross-attention to the encoder's
     output) gather and free in the right order: ZeRO-3 equals ZeRO-1 at dp 2."""
-    for got in spawn(_text_models, 2, str(tmp_path), timeout=600):
+    for got in (r["text"] for r in two_ranks[1]):
         for recipe in ("bert-tiny", "t5-tiny"):
             a, b = got[(recipe, "full")], got[(recipe, "optimizer")]
             assert all(abs(x - y) <= FLOOR * max(1.0, abs(y)) for x, y in zip(a["losses"], b["losses"])), recipe

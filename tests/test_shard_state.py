@@ -126,12 +126,31 @@ def _kill_run(root: str, name: str, kill: bool) -> list:
         Trainer.train_step = original
 
 
-def test_sigkilled_zero3_run_resumes_bit_for_bit(tmp_path):
-    straight = spawn(_kill_run, 2, str(tmp_path), "straight", False, timeout=600)[0]
-    with pytest.raises(RankFailure):
-        spawn(_kill_run, 2, str(tmp_path), "killed", True, timeout=600, dist_timeout=60)
-    spawn(_kill_run, 2, str(tmp_path), "killed", False, timeout=600)
-    logged = [r for r in metrics(tmp_path / "killed") if r.get("split", "train") == "train"]
+def _two_rank_cases(root: str) -> dict:
+    """Every 2-rank run of this file in one spawn (each spawn imports torch again on every rank): the
+    uninterrupted twin of the SIGKILLed run, the killed run resumed, bf16, offload and adapters."""
+    return {"straight": _kill_run(root, "straight", False), "resumed": _kill_run(root, "killed", False),
+            "bf16": _bf16(f"{root}/bf16"), "offload": _offload(f"{root}/offload"),
+            "adapters": _adapters(f"{root}/adapters")}
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory) -> tuple:
+    """(folder, whether the SIGKILLed run failed, each rank's _two_rank_cases)."""
+    root = tmp_path_factory.mktemp("two_ranks")
+    try:
+        spawn(_kill_run, 2, str(root), "killed", True, timeout=600, dist_timeout=60)
+        killed = False
+    except RankFailure:
+        killed = True
+    return root, killed, spawn(_two_rank_cases, 2, str(root), timeout=900)
+
+
+def test_sigkilled_zero3_run_resumes_bit_for_bit(two_ranks):
+    root, killed, results = two_ranks
+    assert killed, "the run meant to be SIGKILLed after step 5 finished"
+    straight = results[0]["straight"]
+    logged = [r for r in metrics(root / "killed") if r.get("split", "train") == "train"]
     assert [r["step"] for r in logged] == [1, 2, 3, 4, 5, 6]
     assert [r["loss"] for r in logged] == straight  # bitwise
 
@@ -141,10 +160,10 @@ def _bf16(root: str) -> dict:
                       for m in ("optimizer", "full")})
 
 
-def test_zero3_bf16_tracks_zero1_bf16(tmp_path):
+def test_zero3_bf16_tracks_zero1_bf16(two_ranks):
     """bf16 with fp32 main weights: ZeRO-3 within the bf16 tolerance of tests/test_train_precision.py
     (0.05 on a loss near 6) of ZeRO-1 (the rounding of gathered bf16 weights is the same; the sums differ)."""
-    for got in spawn(_bf16, 2, str(tmp_path), timeout=600):
+    for got in (r["bf16"] for r in two_ranks[2]):
         worst = max(abs(a - b) for a, b in zip(got["full"]["losses"], got["optimizer"]["losses"]))
         assert worst <= 0.05, worst
         assert got["full"]["losses"][-1] < got["full"]["losses"][0]
@@ -155,8 +174,8 @@ def _offload(root: str) -> dict:
                       "device": tiny(f"{root}/device", FULL)})
 
 
-def test_optimizer_offload_steps_in_host_memory_like_the_device(tmp_path):
-    for got in spawn(_offload, 2, str(tmp_path), timeout=600):
+def test_optimizer_offload_steps_in_host_memory_like_the_device(two_ranks, tmp_path):
+    for got in (r["offload"] for r in two_ranks[2]):
         assert got["offload"]["losses"] == got["device"]["losses"]
     with one_thread():
         tr = Trainer(tiny(tmp_path / "one", "train.optimizer_offload=cpu", "precision.dtype=bf16"))
@@ -210,10 +229,10 @@ def _adapters(root: str) -> dict:
     return out
 
 
-def test_zero3_shards_frozen_weights_and_trains_adapters_like_zero1(tmp_path):
+def test_zero3_shards_frozen_weights_and_trains_adapters_like_zero1(two_ranks):
     """train.trainable with adapters: ZeRO-3 keeps 1/dp of the frozen weights too (no gradient buffers for
     them), trains the adapters as ZeRO-1 does, and leaves every frozen weight bit-equal."""
-    for got in spawn(_adapters, 2, str(tmp_path), timeout=600):
+    for got in (r["adapters"] for r in two_ranks[2]):
         full, zero1 = got["full"], got["optimizer"]
         assert all(abs(a - b) <= 1e-5 for a, b in zip(full["losses"], zero1["losses"])), (full, zero1)
         # between steps a rank holds half of all the weights, frozen ones included (fp32: 4 bytes each)

@@ -30,7 +30,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker(rank, world_size, port, fn, args, results, threads, dist_timeout):
+def _context():
+    """The start method: "forkserver" with torch imported once in the server, so a rank starts by a
+    fork instead of importing torch again (8 ranks on 2 busy cores: about 3 s instead of 18-21);
+    "spawn" where a platform has no forkserver. Either way a rank runs in a fresh process whose
+    working directory, sys.path and environment are the caller's at the time of the call."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch"])  # the server only imports: it runs no torch operation, so forks are safe
+    return ctx
+
+
+def _worker(rank, world_size, port, fn, args, results, threads, dist_timeout, environ=None):
+    if environ is not None:  # a forkserver child starts with the server's environment: take the caller's
+        os.environ.clear()
+        os.environ.update(environ)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size),
                       MEGAZOO_DIST_TIMEOUT=str(dist_timeout))
@@ -65,13 +80,14 @@ def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, 
     """Run fn(*args) on `world_size` ranks; return [result of rank 0, rank 1, ...]."""
     import torch.distributed as dist
 
-    ctx = mp.get_context("spawn")
+    ctx = _context()
     results = ctx.Queue()
     # port 0: the OS picks a free port for the store the ranks rendezvous on
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False,
                           timeout=datetime.timedelta(seconds=dist_timeout))
     port = store.port
-    procs = [ctx.Process(target=_worker, args=(r, world_size, port, fn, args, results, threads, dist_timeout),
+    environ = dict(os.environ)
+    procs = [ctx.Process(target=_worker, args=(r, world_size, port, fn, args, results, threads, dist_timeout, environ),
                          daemon=True) for r in range(world_size)]
     for p in procs:
         p.start()
