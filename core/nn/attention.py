@@ -108,8 +108,10 @@ class Attention(nn.Module):
         Not with rope, a KV cache, a causal model or sequence/context parallelism."""
         qkv = column_linear(self.qkv, x)  # [s, b, kv_local * (group + 2) * d]; s is the full sequence under sp
         s, b = qkv.shape[:2]
-        qkv = qkv.view(s, b, self.kv_local, self.group + 2, self.d)
-        q = qkv[:, :, :, : self.group].reshape(s, b, self.heads_local, self.d)
+        # split, not sliced: the backward of a split writes the three gradients into one buffer, where
+        # each slice's backward would zero-fill a full-size buffer of its own
+        q, k, v = qkv.view(s, b, self.kv_local, self.group + 2, self.d).split((self.group, 1, 1), dim=3)
+        q = q.reshape(s, b, self.heads_local, self.d)
         if queries:
             if rope is not None or cache is not None or self.cfg.causal or self.ctx.sp or self.ctx.cp > 1:
                 raise ValueError("attention over the first positions only is for a bidirectional encoder without "
@@ -117,7 +119,7 @@ class Attention(nn.Module):
             q, s = q[:queries], queries
             if mask is not None and mask.shape[-2] > 1:
                 mask = mask[..., :queries, :]
-        k, v = qkv[:, :, :, self.group], qkv[:, :, :, self.group + 1]
+        k, v = k.squeeze(3), v.squeeze(3)
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
         q, k, v = (t.permute(1, 2, 0, 3) for t in (q, k, v))  # [b, heads, s, d]

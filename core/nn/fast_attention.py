@@ -62,12 +62,14 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale:
         scores = torch.bmm(q.reshape(b * kv, group * s, d), kt).mul_(scale)
         return torch.bmm(torch.softmax(scores, dim=-1), v2).view(b, h, s, d)
     blocks = max(1, min(MAX_QUERY_BLOCKS, s // QUERY_BLOCK_ROWS))
-    qg = q.reshape(b * kv, group, s, d)
+    bounds = [s * i // blocks for i in range(blocks + 1)]
+    # split, not sliced: the blocks' gradients are written into one buffer (a slice's backward would
+    # zero-fill a buffer of the whole q for each block)
+    parts = q.reshape(b * kv, group, s, d).split([hi - lo for lo, hi in zip(bounds, bounds[1:])], dim=2)
     outs = []
-    for i in range(blocks):
-        lo, hi = s * i // blocks, s * (i + 1) // blocks
+    for lo, hi, part in zip(bounds, bounds[1:], parts):
         end = t - s + hi  # the keys this block's last query may see
-        qi = qg[:, :, lo:hi].reshape(b * kv, group * (hi - lo), d)  # the group's query heads, stacked along the rows
+        qi = part.reshape(b * kv, group * (hi - lo), d)  # the group's query heads, stacked along the rows
         scores = torch.baddbmm(causal_bias(hi - lo, end, group, q.dtype, q.device), qi, kt[:, :, :end], alpha=scale)
         out = torch.bmm(torch.softmax(scores, dim=-1), v2[:, :end])
         outs.append(out.view(b * kv, group, hi - lo, d))

@@ -14,12 +14,42 @@ def rope_tables(seq_len: int, dim: int, theta: float, device=None, dtype=torch.f
     return emb.cos().to(dtype), emb.sin().to(dtype)
 
 
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool) -> torch.Tensor:
+    """x rotated pairwise (i, i + d/2) by the tables' angles, written half by half into one new tensor:
+    out1 = x1 c1 - x2 s1, out2 = x2 c2 + x1 s2 (the "rotate half" form x cos + [-x2, x1] sin); with
+    inverse, the transposed map (the backward): out1 = x1 c1 + x2 s2, out2 = x2 c2 - x1 s1."""
+    half = x.shape[-1] // 2
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    x1, x2, o1, o2 = x[..., :half], x[..., half:], out[..., :half], out[..., half:]
+    c1, c2, s1, s2 = cos[..., :half], cos[..., half:], sin[..., :half], sin[..., half:]
+    torch.mul(x1, c1, out=o1)
+    o1.addcmul_(x2, s2 if inverse else s1, value=1.0 if inverse else -1.0)
+    torch.mul(x2, c2, out=o2)
+    o2.addcmul_(x1, s1 if inverse else s2, value=-1.0 if inverse else 1.0)
+    return out
+
+
+class _Rope(torch.autograd.Function):
+    """The rotation as one autograd node: its backward is the inverse rotation of the gradient (two
+    products per half), where autograd through slices, a negation and a concatenation would zero-fill
+    and copy full-size buffers for every slice."""
+
+    @staticmethod
+    def forward(ctx, x, cos, sin):
+        ctx.save_for_backward(cos, sin)
+        return _rotate(x, cos, sin, inverse=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        cos, sin = ctx.saved_tensors
+        return _rotate(grad, cos, sin, inverse=True), None, None
+
+
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x: [s, b, heads, d]; cos/sin: [s, d] or [s, b, d] for per-sample positions."""
+    """x: [s, b, heads, d]; cos/sin: [s, d] or [s, b, d] for per-sample positions. Equal to
+    x * cos + cat([-x2, x1]) * sin (the Llama / Hugging Face layout)."""
     if cos.dim() == 2:
         cos, sin = cos[:, None, None, :], sin[:, None, None, :]
     else:
         cos, sin = cos[:, :, None, :], sin[:, :, None, :]
-    half = x.shape[-1] // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return (x * cos.to(x.dtype)) + (rotated * sin.to(x.dtype))
+    return _Rope.apply(x, cos.to(x.dtype), sin.to(x.dtype))
