@@ -79,3 +79,16 @@ def test_ranks_run_in_the_callers_environment_and_folder(tmp_path, monkeypatch):
         monkeypatch.chdir(here)
         monkeypatch.setenv("MEGAZOO_TEST_MARK", mark)
         assert spawn(where_am_i, 2, timeout=120) == [(0, mark, str(here)), (1, mark, str(here))]
+
+
+def total(tensors):
+    return float(sum(t.sum() for t in tensors))
+
+
+def test_many_tensor_arguments_reach_the_ranks():
+    """A state dict of hundreds of tensors as an argument (a forkserver passes at most 256 file
+    descriptors to a child, so tensors travel as pickled bytes, not shared storages)."""
+    import torch
+
+    tensors = [torch.full((3,), float(i)) for i in range(400)]
+    assert spawn(total, 2, tensors, timeout=120) == [3.0 * sum(range(400))] * 2

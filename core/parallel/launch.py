@@ -55,6 +55,8 @@ def _worker(rank, world_size, port, fn, args, results, threads, dist_timeout, en
 
         from megazoo.core.parallel.device import pick_backend
 
+        args = pickle.loads(args)  # the caller's bytes (spawn)
+
         torch.set_num_threads(threads)
         # the parent already listens on `port` (its TCPStore), so no rank races for a free port
         store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False,
@@ -87,7 +89,10 @@ def spawn(fn, world_size: int, *args, timeout: float = 300.0, threads: int = 1, 
                           timeout=datetime.timedelta(seconds=dist_timeout))
     port = store.port
     environ = dict(os.environ)
-    procs = [ctx.Process(target=_worker, args=(r, world_size, port, fn, args, results, threads, dist_timeout, environ),
+    # the arguments travel as plain-pickle bytes, tensors copied: multiprocessing's own pickler would hand
+    # each tensor's storage over as a file descriptor, and a forkserver passes at most 256 per process
+    payload = pickle.dumps(args)
+    procs = [ctx.Process(target=_worker, args=(r, world_size, port, fn, payload, results, threads, dist_timeout, environ),
                          daemon=True) for r in range(world_size)]
     for p in procs:
         p.start()
