@@ -214,8 +214,7 @@ def layer_activation_bytes(shape: ModelShape, layout: Layout, recompute: str | N
     # replicated across tp ranks unless sequence parallel: two norm inputs, the qkv and fc1 inputs,
     # two dropout masks (1 byte per element)
     replicated = (4 * e + drop * 2) * s * b * h
-    # selective recompute of Megatron-Core's modules (Layout.recompute_modules; none listed: core_attn)
-    modules = (layout.recompute_modules or ("core_attn",)) if recompute == "selective" else ()
+    modules = layout.recomputed_modules(recompute)  # selective recompute of Megatron-Core's modules
     if "layernorm" in modules:  # output-discarding: the norms' outputs (the qkv and fc1 inputs) go
         replicated -= 2 * e * s * b * h
     # split across tp ranks: q, k, v; the attention output (projection input); the MLP

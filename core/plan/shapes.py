@@ -244,10 +244,16 @@ class Layout:
         """Whether optimizer states (at least) are split over the data-parallel ranks."""
         return self.sharding != "none"
 
+    def recomputed_modules(self, recompute: str | None = None) -> tuple[str, ...]:
+        """The modules (RECOMPUTE_MODULES) the backward recomputes under `recompute` (default: this
+        layout's): with selective recompute the listed ones, the attention core when none is listed."""
+        if (recompute or self.recompute) != "selective":
+            return ()
+        return self.recompute_modules or ("core_attn",)
+
     def recomputes(self, module: str) -> bool:
-        """Whether the backward recomputes `module` (RECOMPUTE_MODULES): selective recompute of the
-        listed modules, the attention core when none is listed."""
-        return self.recompute == "selective" and module in (self.recompute_modules or ("core_attn",))
+        """Whether the backward recomputes `module` (recomputed_modules)."""
+        return module in self.recomputed_modules()
 
     @property
     def sequence_parallel(self) -> bool:

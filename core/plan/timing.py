@@ -84,8 +84,7 @@ def layer_forward(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency,
         gathered = expert_tokens(layout, tokens)
         per_expert = gathered * routed * layout.ep / shape.num_experts  # tokens each local expert runs
         width, et = (2 if shape.gated else 1) * f, layout.expert_tp
-        router_rows = tokens / t if layout.folded and layout.sequence_parallel else tokens
-        gemm += gemm_time(router_rows, h, shape.num_experts, gpu, eff)  # the router
+        gemm += gemm_time(own_tokens(layout, tokens), h, shape.num_experts, gpu, eff)  # the router
         gemm += local * (gemm_time(per_expert, h, width / et, gpu, eff) + gemm_time(per_expert, f / et, h, gpu, eff))
         extra_kernels = 4  # router softmax/top-k, permute, unpermute, weighted combine
     else:
@@ -130,6 +129,13 @@ def activation_bytes(shape: ModelShape, layout: Layout, tokens: float, moe: bool
     e = 4 if layout.precision == "fp32" else 2
     f, routed = (shape.expert_ffn, shape.routed_share) if moe else (shape.ffn_hidden_size, 1.0)
     return routed * (3 if shape.gated else 2) * e * tokens * f / layout.tp
+
+
+def own_tokens(layout: Layout, tokens: float) -> float:
+    """Tokens (of a micro-batch's `tokens` per cp rank) a rank routes and dispatches itself: with
+    Megatron-Core's folding and sequence parallelism its own slice, tokens / tp; megazoo's layer
+    gathers the slices over tp before routing, so all of them."""
+    return tokens / layout.tp if layout.folded and layout.sequence_parallel else tokens
 
 
 def expert_tokens(layout: Layout, tokens: float) -> float:
@@ -211,9 +217,7 @@ def all_to_all_time(shape: ModelShape, layout: Layout, gpu: GPU, eff: Efficiency
     if layout.ep == 1:
         return 0.0
     e = 4 if layout.precision == "fp32" else 2
-    tokens = layout.micro_batch * (layout.seq_length or shape.seq_length) // layout.cp
-    if layout.folded and layout.sequence_parallel:
-        tokens /= layout.tp
+    tokens = own_tokens(layout, layout.micro_batch * (layout.seq_length or shape.seq_length) // layout.cp)
     volume = tokens * shape.routed_share * shape.hidden_size * e
     per_node = layout.gpus_per_node or gpu.gpus_per_node
     stride = layout.expert_tp if layout.folded else layout.tp * layout.cp
