@@ -32,7 +32,8 @@ def free_port() -> int:
 
 def _context():
     """The start method: "forkserver" with torch imported once in the server, so a rank starts by a
-    fork instead of importing torch again (8 ranks on 2 busy cores: about 3 s instead of 18-21);
+    fork instead of importing torch again (8 ranks on 2 cores: about 0.3 s once the server runs, 2-3 s for
+    the launch that starts it, against 18-21 s re-importing torch on busy cores);
     "spawn" where a platform has no forkserver. Either way a rank runs in a fresh process whose
     working directory, sys.path and environment are the caller's at the time of the call."""
     if "forkserver" not in mp.get_all_start_methods():
@@ -42,10 +43,9 @@ def _context():
     return ctx
 
 
-def _worker(rank, world_size, port, fn, args, results, threads, dist_timeout, environ=None):
-    if environ is not None:  # a forkserver child starts with the server's environment: take the caller's
-        os.environ.clear()
-        os.environ.update(environ)
+def _worker(rank, world_size, port, fn, payload, results, threads, dist_timeout, environ):
+    os.environ.clear()  # a forkserver child starts with the server's environment: take the caller's
+    os.environ.update(environ)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size),
                       MEGAZOO_DIST_TIMEOUT=str(dist_timeout))
@@ -55,7 +55,7 @@ def _worker(rank, world_size, port, fn, args, results, threads, dist_timeout, en
 
         from megazoo.core.parallel.device import pick_backend
 
-        args = pickle.loads(args)  # the caller's bytes (spawn)
+        args = pickle.loads(payload)  # the caller's arguments, pickled by spawn
 
         torch.set_num_threads(threads)
         # the parent already listens on `port` (its TCPStore), so no rank races for a free port
