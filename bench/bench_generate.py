@@ -24,7 +24,9 @@ sizes), with the thread count decoding uses, best of 5 sums, measured once per r
 contenders (best over the run) so that load from other jobs hits it as it hits decoding. The
 decode-phase rate (what the bound is compared with) is timed from the end of the prompt's forward
 pass (prefill) to the end of generate, (new tokens - 1) steps per sequence, sampling loop included;
-the end-to-end tok/s (prefill included) is the one compared with transformers. Both the bandwidth
+the end-to-end tok/s (prefill included) is the one compared with transformers. The ceiling line
+times the products of one batch-1 decode step alone (captured from a real step, replayed back to
+back, once per round): no step can come closer to the bound than they do. Both the bandwidth
 and the decode rate are also taken per CPU second of the process (time.process_time; memory stalls
 count, time the process waited for a core does not): on a machine shared with other jobs the wall
 clock charges decoding for their time slices, and that pair is the steadier one.
@@ -115,6 +117,39 @@ def bound_seconds(model, batches: list[list[list[int]]], new_tokens: int, bandwi
     return total
 
 
+def step_products(model, prompt: list[int], pad: int) -> list[tuple]:
+    """The packed products (x, packed weight, bias) of one batch-1 decode step of `prompt`, as
+    decoding calls them (megazoo.core.nn.decode_linear._product, spied on during generate)."""
+    import megazoo.core.nn.decode_linear as decode_linear
+    from megazoo.zoo.generate import generate
+
+    calls, product = [], decode_linear._product
+    decode_linear._product = lambda x, w, b: calls.append((x.clone(), w, b)) or product(x, w, b)
+    ends = []  # the number of calls at the end of each forward pass
+    hook = model.register_forward_hook(lambda *_: ends.append(len(calls)))
+    try:  # two new tokens: the prefill (its last position's head product is a packed one), then one decode step
+        generate(model, [prompt], 2, pad_token_id=pad, eos_token_id=pad, min_new_tokens=2)
+    finally:
+        decode_linear._product = product
+        hook.remove()
+    return calls[ends[0]:ends[1]]
+
+
+def products_time(calls: list[tuple], repeats: int = 5) -> tuple[float, float]:
+    """(wall, CPU) seconds of replaying `calls` back to back, the best of `repeats`: the decode
+    step's products alone, every weight read once, nothing else of the step."""
+    import torch
+
+    product = torch.ops.mkldnn._linear_pointwise
+    wall = cpu = float("inf")
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for x, w, b in calls:
+            product(x, w, b, "none", [], "")
+        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+    return wall, cpu
+
+
 def timed(fn, model, batch):
     """(tokens, seconds of the whole call, (wall, CPU) seconds after the first forward pass: the
     decode phase)."""
@@ -172,6 +207,8 @@ def main() -> None:
     prompts = [tok(p)["input_ids"] for p in PROMPTS]
     n, pad = args.new_tokens, tok.eos_token_id
     buffer = read_buffer()
+    calls = step_products(mz, prompts[0], pad)  # a batch-1 decode step's products, for the ceiling line
+    alone = (float("inf"), float("inf"))
 
     def run_hf(batch):
         width = max(len(p) for p in batch)
@@ -204,6 +241,7 @@ def main() -> None:
         outs = {side: [None] * len(batches) for side, _, _ in sides}
         for _ in range(args.repeats + 1):  # the first round warms up
             bandwidth = tuple(map(max, bandwidth, read_bandwidth(buffer)))
+            alone = tuple(map(min, alone, products_time(calls)))
             for i, b in enumerate(batches):  # alternate per batch, so load from other jobs hits all alike
                 for side, fn, model in sides:
                     c0 = time.process_time()
@@ -273,6 +311,15 @@ def main() -> None:
             cells = [f"{st[s][3]:.1f}, {st[s][3] / wall:.0%} [{st[s][4]:.1f}, {st[s][4] / cpu:.0%}]" if s else "-"
                      for s in (me, plain, peer)]
             lines.append(f"| {label} | {dname} | {mb:.0f} | {wall:.1f} [{cpu:.1f}] | " + " | ".join(cells) + " |")
+    one = [[p] for p in prompts]  # batch 1: the products alone against the same bound, per step
+    step_bytes = bound_seconds(mz, one, n, 1.0) / ((n - 1) * len(one))
+    ceiling = [step_bytes / bw / t for bw, t in zip(bandwidth, alone)]
+    lines += ["", f"The ceiling at batch 1 (fp32): the decode step's {len(calls)} packed products alone, replayed back to back "
+              f"(the same packed weights and inputs, nothing else of the step; best of 5, once per round), take "
+              f"{alone[0] * 1e3:.1f} ms ({weight_bytes(mz, 1) / alone[0] / 1e9:.1f} GB/s of weights) per wall second "
+              f"[{alone[1] * 1e3:.1f} ms per CPU second]: {ceiling[0]:.0%} [{ceiling[1]:.0%}] of the step's bound. "
+              "No decode step can reach more, whatever the rest of it (norms, rotary embeddings, attention over the "
+              "cache, the sampling loop) costs; that rest is the gap between this figure and the megazoo cell above."]
     if mz_bf16 is not None:
         lines += ["", f"bf16 weights: the rule (decode_dtype: bf16 where bf16 products beat fp32 here, "
                   "megazoo.core.train.precision_probe) picks bf16 on this CPU; its greedy tokens equal fp32's for "

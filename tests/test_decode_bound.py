@@ -112,3 +112,22 @@ def test_read_bandwidth_reads_past_the_last_level_cache(bench, monkeypatch):
 
 def test_same_prefix_counts_tokens_before_the_first_difference(bench):
     assert bench.same_prefix([[1, 2, 3], [4, 5]], [[1, 2, 9], [4, 5]]) == (4, 5)
+
+
+def test_ceiling_replays_one_decode_step_products(bench):
+    """The ceiling line's products are one batch-1 decode step's: every layer's packed products
+    (q/k/v, attention output, gate and up in one, down) and the head's, once each (not the prefill's
+    last-position head product), and replaying them gives the outputs decoding got."""
+    fp32, _ = _models(tie=True)
+    calls = bench.step_products(fp32, PROMPTS[0], pad=0)
+    assert len(calls) == 4 * fp32.cfg.num_layers + 1
+    assert all(x.shape[:-1] == (1, 1) for x, _, _ in calls)  # one token of one sequence
+    assert len({id(w) for _, w, _ in calls}) == len(calls)  # every packed weight read once
+    head = fp32.head.get_weight()
+    assert calls[-1][1].numel() == head.numel()
+    x = calls[-1][0]
+    with torch.no_grad():
+        torch.testing.assert_close(torch.ops.mkldnn._linear_pointwise(x, calls[-1][1], None, "none", [], ""),
+                                   F.linear(x, head), rtol=1e-5, atol=1e-5)
+    wall, cpu = bench.products_time(calls, repeats=2)
+    assert 0 < wall < 10 and 0 <= cpu < 10

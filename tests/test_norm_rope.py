@@ -91,3 +91,47 @@ def test_rope_backward_fills_no_full_size_buffer():
         torch.autograd.grad(apply_rope(x, cos, sin), x, g)
     names = {e.name for e in prof.events()}
     assert "aten::fill_" not in names and "aten::cat" not in names, sorted(names)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_without_a_graph_the_same_values_and_no_autograd_node(dtype):
+    """Decoding (no gradient wanted) skips the autograd nodes: RMSNorm and the rotation give the
+    values they give with a graph, bit for bit, and their outputs carry no grad_fn."""
+    from megazoo.core.nn.norm import RMSNorm
+    from megazoo.core.parallel.context import ParallelContext
+
+    torch.manual_seed(0)
+    norm = RMSNorm(32, ParallelContext.single(), dtype=dtype)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(32))
+    x = torch.randn(5, 2, 32, dtype=dtype)
+    cos, sin = rope_tables(5, 32, 10000.0)
+    q = torch.randn(5, 2, 4, 32, dtype=dtype)
+    graph = norm(x.clone().requires_grad_())
+    rotated = apply_rope(q.clone().requires_grad_(), cos, sin)
+    assert graph.grad_fn is not None and rotated.grad_fn is not None
+    with torch.no_grad():
+        plain, plain_rot = norm(x), apply_rope(q, cos, sin)
+    assert plain.grad_fn is None and plain_rot.grad_fn is None
+    assert torch.equal(plain, graph.detach()) and torch.equal(plain_rot, rotated.detach())
+
+
+def test_model_without_a_graph_equals_the_model_with_one():
+    """A Llama-style model's logits under no_grad (q and k rotated together, no autograd nodes)
+    equal those of the same forward building its graph, bit for bit, with GQA and per-sample
+    positions (left padding)."""
+    from megazoo.core.parallel.context import ParallelContext
+    from megazoo.zoo.gpt import TINY, GPTModel
+
+    cfg = TINY["llama-tiny"]()
+    assert cfg.num_heads > cfg.num_kv_heads  # grouped queries
+    model = GPTModel(cfg, ParallelContext.single()).initialize(5)
+    ids = torch.randint(0, cfg.vocab_size, (2, 9))
+    mask = torch.ones(2, 9, dtype=torch.long)
+    mask[1, :3] = 0
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    with_graph = model(ids, position_ids=positions, attention_mask=mask)
+    assert with_graph.requires_grad
+    with torch.no_grad():
+        without = model(ids, position_ids=positions, attention_mask=mask)
+    assert torch.equal(without, with_graph.detach())

@@ -22,7 +22,7 @@ from megazoo.core.nn.config import TransformerConfig
 from megazoo.core.nn.decode_linear import column_linear, row_linear
 from megazoo.core.nn.fast_attention import fast_attention
 from megazoo.core.nn.recompute import checkpoint
-from megazoo.core.nn.rope import apply_rope
+from megazoo.core.nn.rope import apply_rope, rope_broadcast
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.layers import ColumnParallelLinear, RowParallelLinear
 from megazoo.core.parallel.random import RNGTracker, dropout
@@ -106,16 +106,25 @@ class Attention(nn.Module):
         """queries > 0: only the first `queries` positions attend (every position is still a key and
         value) and only their outputs come back, [queries, b, h]: a pooled-[CLS] head's last layer.
         Not with rope, a KV cache, a causal model or sequence/context parallelism."""
+        if queries and (rope is not None or cache is not None or self.cfg.causal or self.ctx.sp or self.ctx.cp > 1):
+            raise ValueError("attention over the first positions only is for a bidirectional encoder without "
+                             "rope, a KV cache, sequence or context parallelism")
         qkv = column_linear(self.qkv, x)  # [s, b, kv_local * (group + 2) * d]; s is the full sequence under sp
         s, b = qkv.shape[:2]
-        # split, not sliced: the backward of a split writes the three gradients into one buffer, where
-        # each slice's backward would zero-fill a full-size buffer of its own
-        q, k, v = qkv.view(s, b, self.kv_local, self.group + 2, self.d).split((self.group, 1, 1), dim=3)
+        heads = qkv.view(s, b, self.kv_local, self.group + 2, self.d)
+        if rope is not None and not (torch.is_grad_enabled() and qkv.requires_grad):
+            # no graph to build (decoding): q and k, adjacent in the layout, rotated in one pass
+            qk, v = heads.split((self.group + 1, 1), dim=3)
+            cos, sin = rope if rope[0].dim() == 4 else rope_broadcast(*rope, qk.dtype)
+            cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)  # [s, b, 1, 1, d] against [s, b, kv, g + 1, d]
+            q, k = apply_rope(qk, cos, sin).split((self.group, 1), dim=3)
+            rope = None
+        else:
+            # split, not sliced: the backward of a split writes the three gradients into one buffer, where
+            # each slice's backward would zero-fill a full-size buffer of its own
+            q, k, v = heads.split((self.group, 1, 1), dim=3)
         q = q.reshape(s, b, self.heads_local, self.d)
         if queries:
-            if rope is not None or cache is not None or self.cfg.causal or self.ctx.sp or self.ctx.cp > 1:
-                raise ValueError("attention over the first positions only is for a bidirectional encoder without "
-                                 "rope, a KV cache, sequence or context parallelism")
             q, s = q[:queries], queries
             if mask is not None and mask.shape[-2] > 1:
                 mask = mask[..., :queries, :]

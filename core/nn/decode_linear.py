@@ -32,6 +32,7 @@ faster than fp32 ones on the device (megazoo.core.train.precision_probe), else f
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import torch
@@ -54,8 +55,9 @@ def decode_dtype(device: torch.device | str = "cpu") -> torch.dtype:
     return torch.bfloat16 if bf16_is_faster(device) else torch.float32
 
 
+@functools.cache
 def _onednn() -> bool:
-    """oneDNN's packed products exist in this torch build."""
+    """oneDNN's packed products exist in this torch build (asked once: each product checks it)."""
     ops = torch.ops.mkldnn
     return torch.backends.mkldnn.is_available() and hasattr(ops, "_linear_pointwise") and hasattr(
         ops, "_reorder_linear_weight")

@@ -23,6 +23,13 @@ class LayerNorm(nn.Module):
         return F.layer_norm(x, (self.hidden,), replicated_param(self.weight, self.ctx), b, self.eps)
 
 
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, rstd): the forward of _RMSNorm."""
+    xf = x.to(torch.promote_types(x.dtype, torch.float32))  # fp32, or fp64 for fp64 input
+    rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (xf * rstd).to(x.dtype) * weight, rstd
+
+
 class _RMSNorm(torch.autograd.Function):
     """y = (x * rstd) w with rstd = 1 / sqrt(mean(x^2) + eps), computed in fp32 (fp64 for fp64 input)
     and cast back before the weight: Hugging Face's LlamaRMSNorm bit for bit in the forward (and
@@ -33,10 +40,9 @@ class _RMSNorm(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, eps):
-        xf = x.to(torch.promote_types(x.dtype, torch.float32))  # fp32, or fp64 for fp64 input
-        rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+        y, rstd = _rms_norm(x, weight, eps)
         ctx.save_for_backward(x, weight, rstd)
-        return (xf * rstd).to(x.dtype) * weight
+        return y
 
     @staticmethod
     def backward(ctx, dy):
@@ -57,7 +63,10 @@ class RMSNorm(nn.Module):
         self.weight = describe(nn.Parameter(torch.empty(hidden, dtype=dtype, device=device)), ("ones",))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _RMSNorm.apply(x, replicated_param(self.weight, self.ctx), self.eps)
+        weight = replicated_param(self.weight, self.ctx)
+        if not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)):
+            return _rms_norm(x, weight, self.eps)[0]  # no graph to build (decoding): skip the autograd node's cost
+        return _RMSNorm.apply(x, weight, self.eps)
 
 
 def build_norm(kind: str, hidden: int, ctx: ParallelContext, eps: float, bias: bool = True, dtype=None, device=None) -> nn.Module:

@@ -45,11 +45,22 @@ class _Rope(torch.autograd.Function):
         return _rotate(grad, cos, sin, inverse=True), None, None
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x: [s, b, heads, d]; cos/sin: [s, d] or [s, b, d] for per-sample positions. Equal to
-    x * cos + cat([-x2, x1]) * sin (the Llama / Hugging Face layout)."""
+def rope_broadcast(cos: torch.Tensor, sin: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin of [s, d] or [s, b, d] (per-sample positions) as apply_rope multiplies them: [s, 1, 1, d]
+    or [s, b, 1, d] in `dtype`. A model shapes its tables once per forward pass; every layer reuses them."""
     if cos.dim() == 2:
         cos, sin = cos[:, None, None, :], sin[:, None, None, :]
     else:
         cos, sin = cos[:, :, None, :], sin[:, :, None, :]
-    return _Rope.apply(x, cos.to(x.dtype), sin.to(x.dtype))
+    return cos.to(dtype), sin.to(dtype)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x: [s, b, heads, d]; cos/sin: [s, d] or [s, b, d] for per-sample positions, or already shaped by
+    rope_broadcast (any tables that broadcast against x, in x's dtype, are taken as they are). Equal to
+    x * cos + cat([-x2, x1]) * sin (the Llama / Hugging Face layout)."""
+    if cos.dim() < 4 or cos.dtype != x.dtype:
+        cos, sin = rope_broadcast(cos, sin, x.dtype) if cos.dim() < 4 else (cos.to(x.dtype), sin.to(x.dtype))
+    if not (torch.is_grad_enabled() and x.requires_grad):
+        return _rotate(x, cos, sin, inverse=False)  # no graph to build (decoding): skip the autograd node's cost
+    return _Rope.apply(x, cos, sin)

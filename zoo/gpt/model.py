@@ -17,7 +17,7 @@ from megazoo.core.nn.decode_linear import column_linear
 from megazoo.core.nn.model import ParallelModel
 from megazoo.core.nn.norm import build_norm
 from megazoo.core.nn.recompute import checkpoint
-from megazoo.core.nn.rope import rope_tables
+from megazoo.core.nn.rope import rope_broadcast, rope_tables
 from megazoo.core.parallel import collectives as C
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.cp_split import cp_positions
@@ -131,7 +131,7 @@ class GPTModel(ParallelModel):
         rope = None
         if self.cfg.position == "rope":
             cos, sin = self._rope(position_ids, x.device)  # [b, s, d]
-            rope = (cos.transpose(0, 1), sin.transpose(0, 1))
+            rope = rope_broadcast(cos.transpose(0, 1), sin.transpose(0, 1), x.dtype)  # shaped once for every layer
         mask = self._mask(attention_mask, s, past + s, x.device)
         full = self.cfg.recompute == "full" and self.training and torch.is_grad_enabled()
         for layer in self.layers.values():
