@@ -59,8 +59,9 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     """x: [s, b, heads, d]; cos/sin: [s, d] or [s, b, d] for per-sample positions, or already shaped by
     rope_broadcast (any tables that broadcast against x, in x's dtype, are taken as they are). Equal to
     x * cos + cat([-x2, x1]) * sin (the Llama / Hugging Face layout)."""
-    if cos.dim() < 4 or cos.dtype != x.dtype:
-        cos, sin = rope_broadcast(cos, sin, x.dtype) if cos.dim() < 4 else (cos.to(x.dtype), sin.to(x.dtype))
+    if cos.dim() < 4:
+        cos, sin = rope_broadcast(cos, sin, x.dtype)
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)  # no copies when they match
     if not (torch.is_grad_enabled() and x.requires_grad):
         return _rotate(x, cos, sin, inverse=False)  # no graph to build (decoding): skip the autograd node's cost
     return _Rope.apply(x, cos, sin)
