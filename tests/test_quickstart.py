@@ -84,7 +84,7 @@ def test_ctrl_c_stops_every_rank_and_says_where_the_run_is(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # a new virtual environment, then the full default quickstart (~5 min on 2 cores)
+@pytest.mark.timeout(1800)  # a new virtual environment (about 70 s), then the full default quickstart (about 150 s on 2 quiet cores)
 def test_readme_main_job_on_a_fresh_copy(tmp_path):
     """A fresh copy of the tracked files, the README's first command verbatim: set-up in a new
     virtual environment, then the quickstart (the full default). Its promises are checked from the
