@@ -99,8 +99,16 @@ def test_readme_main_job_on_a_fresh_copy(tmp_path):
             shutil.copy2(ROOT / name, copy / name)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if ".venv" not in p)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # as on machines that set it: no bytecode is written at import
     done = subprocess.run(["bash", "-c", main_job], cwd=copy, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # so the bytecode is set-up's, for the environment and the repository (without it every process
+    # compiles torch's sources again)
+    cached = subprocess.run([str(copy / ".venv" / "bin" / "python"), "-c",
+                             "import importlib.util as u, torch, transformers, megazoo.core.nn.attention as a; "
+                             "print('\\n'.join(u.cache_from_source(m.__file__) for m in (torch, transformers, a)))"],
+                            cwd=copy, env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert len(cached) == 3 and all(Path(c).is_file() for c in cached), cached
     (run,) = list((copy / "runs").glob("quickstart-*"))
     summary = (run / "summary.md").read_text()
     assert "transformers logits differ from megazoo's by at most" in summary
