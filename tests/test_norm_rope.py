@@ -135,3 +135,19 @@ def test_model_without_a_graph_equals_the_model_with_one():
     with torch.no_grad():
         without = model(ids, position_ids=positions, attention_mask=mask)
     assert torch.equal(without, with_graph.detach())
+
+
+@pytest.mark.parametrize("per_sample", [False, True])
+def test_rope_over_several_head_dimensions_equals_one(per_sample):
+    """q and k rotated together, [s, b, kv, group + 1, d], give what the same heads give as
+    [s, b, heads, d], bit for bit, for shared and per-sample tables."""
+    torch.manual_seed(0)
+    cos, sin = rope_tables(6, 8, 10000.0)
+    if per_sample:
+        order = torch.tensor([[0, 1, 2, 3, 4, 5], [2, 3, 4, 5, 0, 1]]).T  # [s, b] positions
+        cos, sin = cos[order], sin[order]
+    x = torch.randn(6, 2, 3, 4, 8)
+    together = apply_rope(x, cos, sin)
+    flat = apply_rope(x.reshape(6, 2, 12, 8), cos, sin).reshape(x.shape)
+    assert torch.equal(together, flat)
+    torch.testing.assert_close(together.reshape(6, 2, 12, 8), rotate_half_reference(x.reshape(6, 2, 12, 8), cos, sin))

@@ -22,7 +22,7 @@ from megazoo.core.nn.config import TransformerConfig
 from megazoo.core.nn.decode_linear import column_linear, row_linear
 from megazoo.core.nn.fast_attention import fast_attention
 from megazoo.core.nn.recompute import checkpoint
-from megazoo.core.nn.rope import apply_rope, rope_broadcast
+from megazoo.core.nn.rope import apply_rope
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.layers import ColumnParallelLinear, RowParallelLinear
 from megazoo.core.parallel.random import RNGTracker, dropout
@@ -115,9 +115,7 @@ class Attention(nn.Module):
         if rope is not None and not (torch.is_grad_enabled() and qkv.requires_grad):
             # no graph to build (decoding): q and k, adjacent in the layout, rotated in one pass
             qk, v = heads.split((self.group + 1, 1), dim=3)
-            cos, sin = rope if rope[0].dim() == 4 else rope_broadcast(*rope, qk.dtype)
-            cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)  # [s, b, 1, 1, d] against [s, b, kv, g + 1, d]
-            q, k = apply_rope(qk, cos, sin).split((self.group, 1), dim=3)
+            q, k = apply_rope(qk, *rope).split((self.group, 1), dim=3)
             rope = None
         else:
             # split, not sliced: the backward of a split writes the three gradients into one buffer, where

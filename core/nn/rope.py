@@ -56,11 +56,14 @@ def rope_broadcast(cos: torch.Tensor, sin: torch.Tensor, dtype: torch.dtype) -> 
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x: [s, b, heads, d]; cos/sin: [s, d] or [s, b, d] for per-sample positions, or already shaped by
-    rope_broadcast (any tables that broadcast against x, in x's dtype, are taken as they are). Equal to
-    x * cos + cat([-x2, x1]) * sin (the Llama / Hugging Face layout)."""
+    """x: [s, b, heads..., d] (one or more head dimensions: [s, b, heads, d], or q and k together as
+    [s, b, kv, group + 1, d]); cos/sin: [s, d] or [s, b, d] for per-sample positions, or already shaped
+    by rope_broadcast. Equal to x * cos + cat([-x2, x1]) * sin (the Llama / Hugging Face layout)."""
     if cos.dim() < 4:
         cos, sin = rope_broadcast(cos, sin, x.dtype)
+    if x.dim() > cos.dim():  # more head dimensions than one: the tables broadcast over all of them
+        ones = (1,) * (x.dim() - cos.dim())
+        cos, sin = (t.reshape(*t.shape[:-1], *ones, t.shape[-1]) for t in (cos, sin))
     cos, sin = cos.to(x.dtype), sin.to(x.dtype)  # no copies when they match
     if not (torch.is_grad_enabled() and x.requires_grad):
         return _rotate(x, cos, sin, inverse=False)  # no graph to build (decoding): skip the autograd node's cost
