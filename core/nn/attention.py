@@ -21,6 +21,7 @@ from torch import nn
 from megazoo.core.nn.config import TransformerConfig
 from megazoo.core.nn.decode_linear import column_linear, row_linear
 from megazoo.core.nn.fast_attention import fast_attention
+from megazoo.core.nn.graph import builds_graph
 from megazoo.core.nn.recompute import checkpoint
 from megazoo.core.nn.rope import apply_rope
 from megazoo.core.parallel.context import ParallelContext
@@ -112,7 +113,7 @@ class Attention(nn.Module):
         qkv = column_linear(self.qkv, x)  # [s, b, kv_local * (group + 2) * d]; s is the full sequence under sp
         s, b = qkv.shape[:2]
         heads = qkv.view(s, b, self.kv_local, self.group + 2, self.d)
-        if rope is not None and not (torch.is_grad_enabled() and qkv.requires_grad):
+        if rope is not None and not builds_graph(qkv):
             # no graph to build (decoding): q and k, adjacent in the layout, rotated in one pass
             qk, v = heads.split((self.group + 1, 1), dim=3)
             q, k = apply_rope(qk, *rope).split((self.group, 1), dim=3)

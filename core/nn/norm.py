@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from megazoo.core.nn.graph import builds_graph
 from megazoo.core.parallel.context import ParallelContext
 from megazoo.core.parallel.init import describe
 from megazoo.core.parallel.layers import replicated_param
@@ -64,7 +65,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight = replicated_param(self.weight, self.ctx)
-        if not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)):
+        if not builds_graph(x, weight):
             return _rms_norm(x, weight, self.eps)[0]  # no graph to build (decoding): skip the autograd node's cost
         return _RMSNorm.apply(x, weight, self.eps)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from megazoo.core.nn.graph import builds_graph
+
 
 def rope_tables(seq_len: int, dim: int, theta: float, device=None, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """cos, sin of shape [seq_len, dim] for positions 0..seq_len-1."""
@@ -65,6 +67,6 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
         ones = (1,) * (x.dim() - cos.dim())
         cos, sin = (t.reshape(*t.shape[:-1], *ones, t.shape[-1]) for t in (cos, sin))
     cos, sin = cos.to(x.dtype), sin.to(x.dtype)  # no copies when they match
-    if not (torch.is_grad_enabled() and x.requires_grad):
+    if not builds_graph(x):
         return _rotate(x, cos, sin, inverse=False)  # no graph to build (decoding): skip the autograd node's cost
     return _Rope.apply(x, cos, sin)
