@@ -183,6 +183,9 @@ def take_turns(trainer, model, rows: list[dict], s: dict, out: Path) -> dict:
     scheduler and (for the step before) its logging."""
     from transformers import PrinterCallback, Trainer, TrainerCallback
 
+    with bench_path():
+        import products_floor  # bench/products_floor.py
+
     hf = {"losses": [], "grad_norms": [], "times": []}
     mz = {"losses": [], "grad_norms": [], "times": []}
     resumed = [0.0]
@@ -199,7 +202,10 @@ def take_turns(trainer, model, rows: list[dict], s: dict, out: Path) -> dict:
 
         def on_step_end(self, args, state, control, **kw):
             hf["times"].append(time.perf_counter() - resumed[0])
-            megazoo_step(trainer, mz)
+            if mz["times"]:
+                megazoo_step(trainer, mz)
+            else:  # the first step (left out of the figures): its matrix products are recorded too
+                mz["products"] = products_floor.capture(lambda: megazoo_step(trainer, mz))
             resumed[0] = time.perf_counter()
 
         def on_log(self, args, state, control, logs=None, **kw):
@@ -212,6 +218,22 @@ def take_turns(trainer, model, rows: list[dict], s: dict, out: Path) -> dict:
     check_decay_groups(hf_trainer, model)
     hf_trainer.train()
     return {"megazoo": mz, "hf": hf}
+
+
+def floors(mz_calls: list, model, rows: list[dict], s: dict) -> dict:
+    """Each side's matrix products alone, replayed (bench/products_floor.py): megazoo's from its
+    first step, the Trainer's from one forward and backward of its model on the first batch after
+    the race (no optimizer has products). Seconds and GFLOP."""
+    from transformers import default_data_collator
+
+    with bench_path():
+        import products_floor  # bench/products_floor.py
+
+    batch = default_data_collator(rows[:s["micro_batch"]])
+    hf_calls = products_floor.capture(lambda: model(**batch).loss.backward())
+    model.zero_grad(set_to_none=True)
+    return {"megazoo_s": products_floor.replay_seconds(mz_calls), "megazoo_gflop": products_floor.flops(mz_calls) / 1e9,
+            "hf_s": products_floor.replay_seconds(hf_calls), "hf_gflop": products_floor.flops(hf_calls) / 1e9}
 
 
 class ListDataset:
@@ -247,7 +269,9 @@ def compare(kind: str, cfg, s: dict, out: Path) -> dict:
         folder = export_start(trainer, out / f"{kind}-start-hf")
         torch.manual_seed(s["seed"])
         model = hf_model(kind, folder)
-        rec = take_turns(trainer, model, hf_rows(kind, batches), s, out / f"{kind}-hf-trainer")
+        rows = hf_rows(kind, batches)
+        rec = take_turns(trainer, model, rows, s, out / f"{kind}-hf-trainer")
+        rec["floors"] = floors(rec["megazoo"].pop("products"), model, rows, s)
     finally:
         trainer.close()
     return {**rec, "lengths": [mb["input_ids"].shape[-1] for mb in batches], "settings": s}
@@ -339,7 +363,12 @@ def summarise(rec: dict) -> dict:
     b = samples_per_s(hf["times"], s["micro_batch"], s["warm"])
     turns = [h / m for m, h in zip(mz["times"][s["warm"]:], hf["times"][s["warm"]:])]
     gap = max(abs(x - y) for x, y in zip(mz["losses"], hf["losses"]))
-    return {"megazoo_samples_s": a, "hf_samples_s": b, "ratio": a / b,
+    f = rec["floors"]
+    mz_step = statistics.median(mz["times"][s["warm"]:] or mz["times"])
+    hf_step = statistics.median(hf["times"][s["warm"]:] or hf["times"])
+    floor = {**f, "megazoo_step_s": mz_step, "hf_step_s": hf_step, "ceiling": hf_step / f["megazoo_s"],
+             "budget_s": hf_step / 1.3 - f["megazoo_s"]}
+    return {"megazoo_samples_s": a, "hf_samples_s": b, "ratio": a / b, "floor": floor,
             "median_turn_ratio": statistics.median(turns) if turns else float("nan"),
             "first_loss": (mz["losses"][0], hf["losses"][0]), "last_loss": (mz["losses"][-1], hf["losses"][-1]),
             "max_loss_gap": gap, "mean_length": sum(rec["lengths"]) / len(rec["lengths"])}
@@ -385,6 +414,13 @@ def section(records: dict, info: dict) -> str:
                     f"{m['megazoo_samples_s']:.3f} {unit} | {m['hf_samples_s']:.3f} {unit} | {m['ratio']:.2f}x | "
                     f"**{m['median_turn_ratio']:.2f}x** | {m['first_loss'][0]:.6f} / {m['first_loss'][1]:.6f} | "
                     f"{m['last_loss'][0]:.4f} / {m['last_loss'][1]:.4f} | {m['max_loss_gap']:.1e} |")
+    floor_rows = []
+    for kind, rec in records.items():
+        f = summarise(rec)["floor"]
+        floor_rows.append(
+            f"| {kind} | {f['megazoo_s'] * 1e3:.0f} ms ({f['megazoo_gflop']:.1f} GFLOP) | {f['megazoo_step_s'] * 1e3:.0f} ms | "
+            f"{(f['megazoo_step_s'] - f['megazoo_s']) * 1e3:.0f} ms | {f['hf_s'] * 1e3:.0f} ms ({f['hf_gflop']:.1f} GFLOP) | "
+            f"{f['hf_step_s'] * 1e3:.0f} ms | **{f['ceiling']:.2f}x** | {f['budget_s'] * 1e3:.0f} ms |")
     race, sft = records.get("race", {}).get("settings", RACE), records.get("sft", {}).get("settings", SFT)
     return f"""{SECTION}
 
@@ -403,7 +439,7 @@ it), not RACE or any SFT benchmark.
 
 Machine: {info['cpu']}, {info['cores']} cores, {info['threads']} torch threads, shared with other jobs;
 1-minute load average {info['load_start']:.2f} at the start and {info['load_end']:.2f} at the end{info['load_note']}.
-Date 2026-12-03.
+Date {time.strftime('%Y-%m-%d')}.
 
 | scenario | steps | mean length | megazoo | transformers.Trainer | ratio of samples/s | median turn ratio | first loss (mz / HF) | last loss (mz / HF) | max loss gap |
 |---|---|---|---|---|---|---|---|---|---|
@@ -413,6 +449,19 @@ Loss curves of both, per step: bench/finetune_trainer_loss.png; they overlap (th
 largest difference over the steps; tests/test_finetune_trainer_parity.py checks the same agreement
 on tiny models). Target (issue 42): megazoo >= 1.3x `transformers.Trainer` samples/s in both
 scenarios. {info['verdict']} (bench/bench_finetune_trainer.py ran in {info['wall_s']:.0f} s.)
+
+How far each side is from its matrix products, in the same run (bench/products_floor.py): every
+product of one step (forward, backward; megazoo's first step, the Trainer's model on the first
+batch) replayed back to back on random operands of the same shapes and strides, best of 3. No step
+with those products can be shorter, so the Trainer's median step over megazoo's products alone is
+the highest ratio megazoo can reach without doing fewer products; "1.3x needs" is the time left
+for everything else (attention's softmax, norms, activations, AdamW, Python) at 1.3x. The replay
+reuses one operand per shape, so it reads more from cache than a real step: if anything, a floor
+that is a little low.
+
+| scenario | megazoo's products alone | megazoo median step | megazoo outside its products | Trainer's products alone | Trainer median step | ceiling (Trainer step / megazoo's products) | 1.3x needs the rest of megazoo's step within |
+|---|---|---|---|---|---|---|---|
+{chr(10).join(floor_rows)}
 
 Where megazoo does less work for the same loss: the choice head reads the pooled [CLS] only, so the
 encoder's last layer computes that one position after its keys and values (BertModel.cls_only); SFT's
@@ -501,6 +550,10 @@ def main(argv=None) -> int:
               f"samples/s, ratio {m['ratio']:.2f}x (median turn {m['median_turn_ratio']:.2f}x); first loss "
               f"{m['first_loss'][0]:.6f} vs {m['first_loss'][1]:.6f}, max gap {m['max_loss_gap']:.1e} "
               f"({time.perf_counter() - t0:.0f} s, load {os.getloadavg()[0]:.2f})", flush=True)
+        f = m["floor"]
+        print(f"{kind}: products alone: megazoo {f['megazoo_s'] * 1e3:.0f} ms ({f['megazoo_gflop']:.1f} GFLOP) of its "
+              f"{f['megazoo_step_s'] * 1e3:.0f} ms step, transformers {f['hf_s'] * 1e3:.0f} ms ({f['hf_gflop']:.1f} GFLOP) of "
+              f"its {f['hf_step_s'] * 1e3:.0f} ms; ceiling {f['ceiling']:.2f}x", flush=True)
     load_end = os.getloadavg()[0]
     print(f"load average at end: {load_end:.2f}", flush=True)
     (out / "records.json").write_text(json.dumps(records, indent=1))

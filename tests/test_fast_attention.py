@@ -88,6 +88,20 @@ def test_large_scores_fall_back_to_sdpa(monkeypatch):
     assert calls == [1] and out.shape == q.shape
 
 
+@pytest.mark.parametrize("kernel", ["sdpa", "explicit"])
+def test_causal_queries_fewer_than_keys_are_the_last_positions(kernel, monkeypatch):
+    """Causal with s < t queries (a decoder's last layer computing a suffix, a prefill after a
+    cache): both kernels align the queries with the last s keys, where SDPA's own is_causal would
+    align them with the first s."""
+    monkeypatch.setenv("MEGAZOO_ATTENTION", kernel)
+    q, k, v = _qkv(torch.float64, 4, 2, 5, 12)
+    out = fa.fast_attention(q, k, v, 0.3, True)
+    mask = torch.ones(5, 12, dtype=torch.bool).tril(12 - 5)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3, enable_gqa=True)
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
+    top_left = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3, enable_gqa=True)
+    assert not torch.allclose(out, top_left)
+
 def _assert_close(a, b, what):
     err = (a - b).abs().max().item()
     assert err <= TOL * max(1.0, b.abs().max().item()), f"{what}: max abs difference {err:.3e}"

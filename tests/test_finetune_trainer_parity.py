@@ -66,6 +66,10 @@ def check(rec: dict) -> None:
     for step, (a, b) in enumerate(zip(mz["losses"][1:], hf["losses"][1:]), 2):
         assert close(a, b, LATER), f"step {step}: megazoo {a} vs transformers.Trainer {b}"
     assert max(mz["losses"]) - min(mz["losses"]) > 1e-3  # the steps trained: not a comparison of frozen models
+    # each side's products were captured and replayed; megazoo runs fewer (the head where it is read)
+    f = rec["floors"]
+    assert f["megazoo_s"] > 0 and f["hf_s"] > 0
+    assert 0 < f["megazoo_gflop"] < f["hf_gflop"], f
 
 
 def test_race_losses_agree_with_trainer(bench, tmp_path):

@@ -83,28 +83,44 @@ def test_the_loss_is_the_mean_over_response_tokens(tmp_path, tok):
     assert abs(got - total / n) <= 1e-6, (got, total / n)
 
 
-@pytest.mark.parametrize("name", ["gpt-tiny", "llama-tiny"])
-def test_the_head_runs_only_where_there_is_a_target(name):
+@pytest.mark.parametrize("name,case", [("gpt-tiny", "plain"), ("llama-tiny", "plain"), ("llama-tiny", "padding mask"),
+                                       ("llama-tiny", "full recompute"), ("gpt-tiny", "prompt from 0")])
+def test_the_head_runs_only_where_there_is_a_target(name, case):
     """Labels with ignored positions: the model's per-token loss and every gradient equal the full
-    head's (logits everywhere, then the cross-entropy) to rounding, and the head's product runs on the
-    target rows only."""
+    head's (logits everywhere, then the cross-entropy) to rounding; the head's product runs on the
+    target rows only, and the last layer's MLP on the positions from the first target on (every
+    earlier position still a key and value of its attention)."""
     from megazoo.core.parallel.context import ParallelContext
     from megazoo.zoo.gpt import TINY, GPTModel
 
     torch.manual_seed(0)
-    cfg = TINY[name]()  # no dropout by default
+    cfg = TINY[name](**({"recompute": "full"} if case == "full recompute" else {}))  # no dropout by default
     model = GPTModel(cfg, ParallelContext.single()).initialize(0)
     ids = torch.randint(0, cfg.vocab_size, (3, 16))
     labels = torch.randint(0, cfg.vocab_size, (3, 16))
     labels[:, :9] = IGNORE  # a prompt's share
+    labels[0, 9] = IGNORE  # prompts of different lengths: the last layer starts at the earliest target
     labels[2, 12:] = IGNORE  # padding
-    seen = []
+    first = 9
+    if case == "prompt from 0":
+        labels[1, 3] = ids[1, 4]  # a target early in one sequence: the last layer runs whole
+        first = 3
+    mask = None
+    if case == "padding mask":
+        mask = torch.ones(3, 16, dtype=torch.long)
+        mask[2, 12:] = 0
+    seen, last = [], []
     hook = model.head.register_forward_hook(lambda m, args, out: seen.append(args[0].shape[:-1].numel()))
-    loss = model(ids, labels=labels)
+    mlp = model.layers[str(cfg.num_layers - 1)].mlp.register_forward_hook(
+        lambda m, args, out: last.append(tuple(args[0].shape[:2])))
+    model.train()
+    loss = model(ids, labels=labels, attention_mask=mask)
     hook.remove()
+    mlp.remove()
     assert seen == [int((labels != IGNORE).sum())]  # 17 rows, not 48
+    assert last == [(16 - first, 3)]
     grads = torch.autograd.grad(loss.sum(), list(model.parameters()))
-    logits = model(ids).float()
+    logits = model(ids, attention_mask=mask).float()
     ref = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
                                             ignore_index=IGNORE, reduction="none").view(labels.shape)
     ref_grads = torch.autograd.grad(ref.sum(), list(model.parameters()))

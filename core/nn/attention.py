@@ -103,13 +103,18 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None = None,
                 mask: torch.Tensor | None = None, cache: KVCache | None = None,
-                rng: RNGTracker | None = None, queries: int = 0) -> torch.Tensor:
-        """queries > 0: only the first `queries` positions attend (every position is still a key and
-        value) and only their outputs come back, [queries, b, h]: a pooled-[CLS] head's last layer.
-        Not with rope, a KV cache, a causal model or sequence/context parallelism."""
-        if queries and (rope is not None or cache is not None or self.cfg.causal or self.ctx.sp or self.ctx.cp > 1):
-            raise ValueError("attention over the first positions only is for a bidirectional encoder without "
-                             "rope, a KV cache, sequence or context parallelism")
+                rng: RNGTracker | None = None, rows: slice | None = None) -> torch.Tensor:
+        """rows: only these positions query (every position is still a key and value) and only their
+        outputs come back, [len, b, h]. A model's last layer when its head reads some positions only:
+        slice(0, 1) for a pooled-[CLS] head, slice(first, None) for a decoder whose loss starts at
+        `first` (a causal model takes a suffix only). Not with a KV cache or sequence/context
+        parallelism."""
+        if rows is not None:
+            if cache is not None or self.ctx.sp or self.ctx.cp > 1:
+                raise ValueError("attention for some query positions only is not for a KV cache, sequence or "
+                                 "context parallelism")
+            if self.cfg.causal and rows.stop is not None:
+                raise ValueError(f"a causal model's query rows must run to the end of the sequence, got {rows}")
         qkv = column_linear(self.qkv, x)  # [s, b, kv_local * (group + 2) * d]; s is the full sequence under sp
         s, b = qkv.shape[:2]
         heads = qkv.view(s, b, self.kv_local, self.group + 2, self.d)
@@ -123,13 +128,17 @@ class Attention(nn.Module):
             # each slice's backward would zero-fill a full-size buffer of its own
             q, k, v = heads.split((self.group, 1, 1), dim=3)
         q = q.reshape(s, b, self.heads_local, self.d)
-        if queries:
-            q, s = q[:queries], queries
+        q_rope = rope
+        if rows is not None:
+            q = q[rows]
+            s = q.shape[0]
             if mask is not None and mask.shape[-2] > 1:
-                mask = mask[..., :queries, :]
+                mask = mask[..., rows, :]
+            if rope is not None:
+                q_rope = tuple(r[rows] for r in rope)  # each query keeps its own position's rotation
         k, v = k.squeeze(3), v.squeeze(3)
         if rope is not None:
-            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+            q, k = apply_rope(q, *q_rope), apply_rope(k, *rope)
         q, k, v = (t.permute(1, 2, 0, 3) for t in (q, k, v))  # [b, heads, s, d]
         is_causal = self.cfg.causal
         if self.ctx.cp > 1:

@@ -45,13 +45,14 @@ class TransformerLayer(nn.Module):
         return getattr(self, adapter)(out) if self.cfg.adapter_size else out
 
     def forward(self, x: torch.Tensor, rope=None, mask=None, cache: KVCache | None = None,
-                rng: RNGTracker | None = None, queries: int = 0) -> torch.Tensor:
-        """x: [s, b, h] (s / tp under sequence parallelism). queries > 0: the layer's output at the
-        first `queries` positions only, [queries, b, h] (they attend to every position; the MLP and
-        the residual run on them alone): the last layer under a head that reads [CLS] only."""
-        rest = x[:queries] if queries else x
+                rng: RNGTracker | None = None, rows: slice | None = None) -> torch.Tensor:
+        """x: [s, b, h] (s / tp under sequence parallelism). rows: the layer's output at those
+        positions only, [len, b, h] (they attend to every position they may see; the MLP and the
+        residual run on them alone): the last layer under a head that reads [CLS] only, or a decoder's
+        whose loss falls on the positions from `rows.start` on."""
+        rest = x if rows is None else x[rows]
         if self.cfg.post_norm:
-            x = self.norm1(rest + self._branch(self.attn(x, rope, mask, cache, rng, queries), "adapter1", rng))
+            x = self.norm1(rest + self._branch(self.attn(x, rope, mask, cache, rng, rows), "adapter1", rng))
             return self.norm2(x + self._branch(self.mlp(x), "adapter2", rng))
-        x = rest + self._branch(self.attn(self.norm1(x), rope, mask, cache, rng, queries), "adapter1", rng)
+        x = rest + self._branch(self.attn(self.norm1(x), rope, mask, cache, rng, rows), "adapter1", rng)
         return x + self._branch(self.mlp(self.norm2(x)), "adapter2", rng)

@@ -84,4 +84,7 @@ def fast_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: flo
     kernel = attention_kernel(q.device, q.dtype, s, t, causal)
     if kernel == "explicit" and b * h * s * t * q.element_size() <= EXPLICIT_MAX_BYTES:
         return explicit_attention(q, k, v, scale, causal)
+    if causal and s != t:  # SDPA's is_causal aligns the queries with the first keys; here they are the last s
+        keep = torch.ones(s, t, dtype=torch.bool, device=q.device).tril(t - s)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=scale, enable_gqa=h != k.shape[1])
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=h != k.shape[1])

@@ -134,12 +134,12 @@ class BertModel(ParallelModel):
         full = self.cfg.recompute == "full" and self.training and torch.is_grad_enabled()
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers.values()):
-            queries = 1 if self.cls_only and i == last else 0  # the head reads position 0 only
+            rows = slice(0, 1) if self.cls_only and i == last else None  # the head reads position 0 only
             if full:
-                x = checkpoint(lambda x_, layer=layer, q=queries: layer(x_, None, mask, None, self.rng, q), x,
+                x = checkpoint(lambda x_, layer=layer, r=rows: layer(x_, None, mask, None, self.rng, r), x,
                                tracker=self.rng)
             else:
-                x = layer(x, None, mask, None, self.rng, queries)
+                x = layer(x, None, mask, None, self.rng, rows)
         if not self.post_process:
             return x
         if not self.cfg.post_norm:

@@ -133,23 +133,31 @@ class GPTModel(ParallelModel):
             cos, sin = self._rope(position_ids, x.device)  # [b, s, d]
             rope = rope_broadcast(cos.transpose(0, 1), sin.transpose(0, 1), x.dtype)  # shaped once for every layer
         mask = self._mask(attention_mask, s, past + s, x.device)
+        target = keep = None
+        if self.post_process and labels is not None and not self.ctx.sp and not logits_to_keep:
+            target = labels.transpose(0, 1)  # [s, b]
+            keep = target != IGNORE
+            if bool(keep.all()):
+                keep = None
+        # fine-tuning on responses: the last layer runs its queries, its MLP and the head from the first target on
+        first = self._first_target(keep, cache)
         full = self.cfg.recompute == "full" and self.training and torch.is_grad_enabled()
-        for layer in self.layers.values():
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers.values()):
+            rows = slice(first, None) if first and i == last else None
             if full:
-                x = checkpoint(lambda x_, layer=layer: layer(x_, rope, mask, cache, self.rng), x, tracker=self.rng)
+                x = checkpoint(lambda x_, layer=layer, r=rows: layer(x_, rope, mask, cache, self.rng, r), x,
+                               tracker=self.rng)
             else:
-                x = layer(x, rope, mask, cache, self.rng)
+                x = layer(x, rope, mask, cache, self.rng, rows)
         if not self.post_process:
             return x
         if logits_to_keep:
             if self.ctx.sp:
                 raise ValueError("logits_to_keep needs sequence parallelism off (the sequence is split across tp ranks)")
             x = x[-logits_to_keep:]
-        if labels is not None and not self.ctx.sp and not logits_to_keep:
-            target = labels.transpose(0, 1)  # [s, b]
-            keep = target != IGNORE
-            if not bool(keep.all()):  # fine-tuning on responses: the head runs where there is a target
-                return self._loss_at(x, target, keep).transpose(0, 1)
+        if keep is not None:  # the head runs where there is a target
+            return self._loss_at(x, target, keep, first).transpose(0, 1)
         x = self.final_norm(x)
         logits = column_linear(self.head, x)  # [s, b, V/tp]; decoding: a packed product
         if labels is not None:
@@ -158,16 +166,28 @@ class GPTModel(ParallelModel):
         logits = C.gather_from_region(logits, self.ctx.tp_group, dim=-1)[..., : self.cfg.vocab_size]
         return logits.transpose(0, 1)
 
-    def _loss_at(self, x: torch.Tensor, target: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    def _first_target(self, keep: torch.Tensor | None, cache: KVCache | None) -> int:
+        """The first position with a target when the labels ignore a prefix of every sequence (a
+        prompt in SFT), else 0. The model's last layer then computes its queries, its MLP and its
+        residual from there on only: every earlier position still gives its key and value, and no
+        later layer reads the rest. Not for mixture-of-experts layers (their router's auxiliary loss
+        counts every token) nor with a KV cache or context parallelism."""
+        if keep is None or cache is not None or self.ctx.cp > 1 or self.cfg.moe is not None or not self.layers:
+            return 0
+        targets = keep.any(dim=1).nonzero()
+        return int(targets[0]) if len(targets) else 0
+
+    def _loss_at(self, x: torch.Tensor, target: torch.Tensor, keep: torch.Tensor, first: int = 0) -> torch.Tensor:
         """Per-token loss [s, b] with the final norm, the output head and the cross-entropy computed
         at the positions that have a target only (0 elsewhere, as the full head gives): where most
         labels are ignored (a prompt's tokens in SFT) this skips their share of the head's product
-        and of the vocabulary-wide softmax. Each position's loss is the same computation as in the
-        full head; only the matrix products' row blocking differs (rounding-level differences)."""
-        rows = keep.nonzero(as_tuple=True)
+        and of the vocabulary-wide softmax. x holds positions first.. (the last layer computed those
+        alone). Each position's loss is the same computation as in the full head; only the matrix
+        products' row blocking differs (rounding-level differences)."""
+        rows = keep[first:].nonzero(as_tuple=True)
         logits = column_linear(self.head, self.final_norm(x[rows]))  # [n, V/tp]
-        picked = vocab_parallel_cross_entropy(logits, target[rows], self.cfg.vocab_size, self.ctx.tp_group)
-        return picked.new_zeros(target.shape).index_put(rows, picked)
+        picked = vocab_parallel_cross_entropy(logits, target[first:][rows], self.cfg.vocab_size, self.ctx.tp_group)
+        return picked.new_zeros(target.shape).index_put((rows[0] + first, rows[1]), picked)
 
 
 def _diag(s: int, t: int, device) -> torch.Tensor:
