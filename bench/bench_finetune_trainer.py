@@ -35,6 +35,11 @@ the steps after the first `warm`: samples/s of each (steps x batch over their su
 median over the turns of the ratio of the two steps of a turn. The 1-minute load average is printed
 at the start and end; the section of bench/RESULTS.md is refused above bench/bench_train.py's load
 rule (load_limits), or above --max-load when given.
+
+Floors. megazoo's first step (left out of the figures) and one forward and backward of the Trainer's
+model are captured op by op; their matrix products, replayed alone (bench/products_floor.py), give
+each side's product time, and the Trainer's median step over megazoo's products is the ratio no step
+with megazoo's products can pass here.
 """
 
 from __future__ import annotations
@@ -466,8 +471,19 @@ that is a little low.
 Where megazoo does less work for the same loss: the choice head reads the pooled [CLS] only, so the
 encoder's last layer computes that one position after its keys and values (BertModel.cls_only); SFT's
 loss falls on the response tokens only, so the final norm, the output head and the vocabulary-wide
-cross-entropy run on those positions alone (GPTModel._loss_at). Both give the Trainer's losses (the
-gap column). Before them (the same bench, 2026-12-03 morning): race 0.98x, sft 1.02x.
+cross-entropy run on those positions alone (GPTModel._loss_at), and the model's last layer computes its
+queries, attention output, MLP and residual from the batch's first response token on (every earlier
+position still gives its key and value; GPTModel._first_target): 713 against 727 GFLOP a step (counted 2026-12-03).
+All give the Trainer's losses (the gap column). Before them (the same bench, 2026-12-03 morning):
+race 0.98x, sft 1.02x.
+
+What the ceiling column says: at 1.3x, megazoo's step could spend only the last column's time outside
+its products, and its optimizer step (AdamW, gradient norm, clipping) alone takes about that much or more.
+Timed op by op in megazoo's step on this machine (a dispatch-level timer, 2026-12-03, not this run):
+SFT's fused AdamW over 134.5M parameters 43 ms, the gradient norm 19 ms and the clipping scale 10 ms
+(72 ms); RACE's fused AdamW over 22.7M parameters 11-12 ms; compare the last column. The Trainer runs
+the same fused AdamW and clipping. So 1.3x cannot be reached on this CPU by making megazoo's own work
+faster; only a step with fewer matrix products could.
 
 Llama-style layers, since then: RMSNorm and rotary embeddings are single autograd nodes with written-out
 backwards (core/nn/norm.py, core/nn/rope.py), and q, k, v and the attention's query blocks are split
