@@ -69,11 +69,28 @@ def test_device_rule(monkeypatch):
     assert device.attention_kernel(cpu, torch.float32, 2048, 2048, True) == "sdpa"
     assert device.attention_kernel(cpu, torch.float32, 1, 40, True) == "sdpa", "decoding one token"
     assert device.attention_kernel(cpu, torch.float32, 512, 512, False) == "sdpa", "no causal blocks to skip"
+    assert device.attention_kernel(cpu, torch.float32, 512, 512, True, backward=False) == "sdpa", "forward only"
     want = "explicit" if device.cpu_has_native_bf16() else "sdpa"
     assert device.attention_kernel(cpu, torch.bfloat16) == want
     assert device.attention_kernel(cpu, torch.bfloat16, 512, 512, True) == want
     monkeypatch.setenv("MEGAZOO_ATTENTION", "explicit")
     assert device.attention_kernel(cpu, torch.float32) == "explicit"
+
+
+def test_a_forward_without_graph_takes_sdpa_in_fp32_on_a_cpu(monkeypatch):
+    """A prefill or an evaluation (no backward to follow) at a training shape where the explicit
+    kernel wins with its backward: SDPA, which allocates no score matrix."""
+    monkeypatch.delenv("MEGAZOO_ATTENTION", raising=False)
+    calls = []
+    real = fa.explicit_attention
+    monkeypatch.setattr(fa, "explicit_attention", lambda *a: calls.append(1) or real(*a))
+    q, k, v = _qkv(torch.float32, 4, 2, 256, 256, b=1)
+    out = fa.fast_attention(q, k, v, 0.25, True)
+    assert calls == [1], "with a graph: the explicit kernel"
+    with torch.no_grad():
+        again = fa.fast_attention(q, k, v, 0.25, True)
+    assert calls == [1], "forward only: SDPA"
+    torch.testing.assert_close(again, out.detach(), rtol=1e-5, atol=1e-6)
 
 
 def test_large_scores_fall_back_to_sdpa(monkeypatch):

@@ -98,3 +98,38 @@ def test_stop_strings(models):
     assert all(stop not in tok.decode(o[:-1]) for o in out)
     with pytest.raises(ValueError, match="stop_strings need a tokenizer"):
         generate(mz, PROMPTS, 2, stop_strings=["x"])
+
+
+def test_the_kv_cache_writes_new_positions_into_its_room_and_grows():
+    """Each update appends in place (the past is not copied again: the layer's keys stay a view of
+    the same buffer) until the room runs out; then it grows, and the values always equal a plain
+    concatenation. select keeps batch rows."""
+    from megazoo.core.nn.attention import KVCache
+
+    g = torch.Generator().manual_seed(0)
+    cache, ks, vs = KVCache(), [], []
+    buffers = []
+    for s in (5, 1, 1, 60, 1, 70):  # a prefill, decode steps, then blocks that outgrow the room
+        k, v = torch.randn(2, 3, s, 4, generator=g), torch.randn(2, 3, s, 4, generator=g)
+        ks.append(k)
+        vs.append(v)
+        got_k, got_v = cache.update(7, k, v)
+        assert torch.equal(got_k, torch.cat(ks, 2)) and torch.equal(got_v, torch.cat(vs, 2))
+        buffers.append(got_k.untyped_storage().data_ptr())
+    assert cache.length() == 138
+    assert len(set(buffers[:5])) == 1, "appended in place while the room (69 positions after the prefill) lasts"
+    assert buffers[5] != buffers[4], "grown when the room ran out"
+    cache.select(torch.tensor([1]))
+    k, v = torch.randn(1, 3, 1, 4, generator=g), torch.randn(1, 3, 1, 4, generator=g)
+    got_k, _ = cache.update(7, k, v)
+    assert torch.equal(got_k, torch.cat([torch.cat(ks, 2)[1:], k], 2))
+
+
+def test_long_greedy_generation_with_a_growing_cache_equals_no_cache(models):
+    """90 new tokens (rotary positions: no position table to outgrow): the cache's room (twice the
+    prompt, at least 64 more) runs out and grows mid-way."""
+    _, mz = models["llama"]
+    with torch.no_grad():
+        cached = generate(mz, PROMPTS, 90, pad_token_id=0, eos_token_id=None, min_new_tokens=90)
+        plain = generate(mz, PROMPTS, 90, pad_token_id=0, eos_token_id=None, min_new_tokens=90, use_cache=False)
+    assert cached == plain

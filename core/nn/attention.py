@@ -31,24 +31,40 @@ from megazoo.core.parallel.ring_attention import ring_attention
 
 
 class KVCache:
-    """Keys and values of past positions, per layer: [b, kv_heads_local, t, d]."""
+    """Keys and values of past positions, per layer: `layers[n]` is [b, kv_heads_local, t, d], a
+    view of the first t positions of a buffer with room for more. A new position's keys and values
+    are written into that room, so a decode step copies one position per layer instead of the whole
+    past (a concatenation would copy t positions a token: quadratic in the generated length). The
+    room doubles when it runs out."""
 
     def __init__(self):
         self.layers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._room: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def length(self) -> int:
         return next(iter(self.layers.values()))[0].shape[2] if self.layers else 0
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if layer in self.layers:
-            pk, pv = self.layers[layer]
-            k, v = torch.cat([pk, k], 2), torch.cat([pv, v], 2)
-        self.layers[layer] = (k, v)
-        return k, v
+        """Append k, v [b, kv, s, d] to the layer's past; returns all its keys and values so far."""
+        past = self.layers[layer][0].shape[2] if layer in self.layers else 0
+        t = past + k.shape[2]
+        room = self._room.get(layer)
+        if room is None or room[0].shape[2] < t or room[0].shape[:2] != k.shape[:2] or room[0].dtype != k.dtype:
+            size = max(2 * t, t + 64)
+            grown = tuple(x.new_empty(x.shape[0], x.shape[1], size, x.shape[3]) for x in (k, v))
+            if past:
+                for new, old in zip(grown, self.layers[layer]):
+                    new[:, :, :past].copy_(old)
+            room = self._room[layer] = grown
+        room[0][:, :, past:t].copy_(k)
+        room[1][:, :, past:t].copy_(v)
+        self.layers[layer] = (room[0][:, :, :t], room[1][:, :, :t])
+        return self.layers[layer]
 
     def select(self, index: torch.Tensor) -> None:
         """Keep the batch rows in `index` (beam or finished-sequence pruning)."""
         self.layers = {n: (k[index], v[index]) for n, (k, v) in self.layers.items()}
+        self._room = {}  # the kept rows are compact copies; the next update makes room again
 
 
 class Attention(nn.Module):

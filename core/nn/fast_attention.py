@@ -27,6 +27,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from megazoo.core.nn.graph import builds_graph
 from megazoo.core.parallel.device import attention_kernel
 
 EXPLICIT_MAX_BYTES = 256 * 2**20  # scores of one layer kept for backward: b * heads * s * t elements
@@ -81,7 +82,7 @@ def fast_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: flo
     """The kernel the device rule picks for these shapes (see the module docstring)."""
     b, h, s, _ = q.shape
     t = k.shape[2]
-    kernel = attention_kernel(q.device, q.dtype, s, t, causal)
+    kernel = attention_kernel(q.device, q.dtype, s, t, causal, backward=builds_graph(q, k, v))
     if kernel == "explicit" and b * h * s * t * q.element_size() <= EXPLICIT_MAX_BYTES:
         return explicit_attention(q, k, v, scale, causal)
     if causal and s != t:  # SDPA's is_causal aligns the queries with the first keys; here they are the last s

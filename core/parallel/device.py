@@ -69,7 +69,7 @@ FP32_EXPLICIT_MAX_KEYS = 1024  # ... up to this many keys
 
 
 def attention_kernel(device: torch.device, dtype: torch.dtype, queries: int = 0, keys: int = 0,
-                     causal: bool = False) -> str:
+                     causal: bool = False, backward: bool = True) -> str:
     """The core-attention kernel for the fast path (megazoo.core.nn.fast_attention): "sdpa" or
     "explicit", for `queries` x `keys` scores. Measured per device (forward + backward, 2
     threads; the numbers in bench/RESULTS.md and the fast_attention docstring):
@@ -80,7 +80,11 @@ def attention_kernel(device: torch.device, dtype: torch.dtype, queries: int = 0,
         (seq 256: 5.9 against 7.5 ms, 512: 63 against 81 ms, 1024: even); SDPA for longer rows
         (seq 2048: 361 against 247 ms, its scores no longer stay in cache), for fewer queries
         (decoding one token: 40 against 17 us a layer) and without the causal mask (no blocks to
-        skip: 115-143 against 82-89 ms at seq 512).
+        skip: 115-143 against 82-89 ms at seq 512). Forward only (`backward` False: a prefill, an
+        evaluation) SDPA throughout: SmolLM2's shapes, batch 1 and 4, seq 256-1000, 1 and 2 threads,
+        SDPA took 0.7-1.0x the explicit kernel's time except at seq 512 batch 1 (1.0-1.3x), and it
+        allocates no score matrix (a 1,000-token prefill faulted in up to 300k fresh pages a call
+        with the explicit kernel).
       - CPU bf16 without native bf16: SDPA.
     MEGAZOO_ATTENTION=sdpa or explicit overrides the rule (tests, measurements)."""
     forced = os.environ.get("MEGAZOO_ATTENTION", "auto")
@@ -90,7 +94,7 @@ def attention_kernel(device: torch.device, dtype: torch.dtype, queries: int = 0,
         return "sdpa"
     if dtype == torch.bfloat16:
         return "explicit" if cpu_has_native_bf16() else "sdpa"
-    fp32_wins = (dtype == torch.float32 and causal and queries >= FP32_EXPLICIT_MIN_QUERIES
+    fp32_wins = (dtype == torch.float32 and causal and backward and queries >= FP32_EXPLICIT_MIN_QUERIES
                  and keys <= FP32_EXPLICIT_MAX_KEYS)
     return "explicit" if fp32_wins else "sdpa"
 
