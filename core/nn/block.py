@@ -48,7 +48,7 @@ class TransformerLayer(nn.Module):
                 rng: RNGTracker | None = None, rows: slice | None = None) -> torch.Tensor:
         """x: [s, b, h] (s / tp under sequence parallelism). rows: the layer's output at those
         positions only, [len, b, h] (they attend to every position they may see; the MLP and the
-        residual run on them alone): the last layer under a head that reads [CLS] only, or a decoder's
+        residual run on them alone): the last layer under a head that reads [CLS] only, or a decoder's,
         whose loss falls on the positions from `rows.start` on."""
         rest = x if rows is None else x[rows]
         if self.cfg.post_norm:
