@@ -133,3 +133,19 @@ def test_long_greedy_generation_with_a_growing_cache_equals_no_cache(models):
         cached = generate(mz, PROMPTS, 90, pad_token_id=0, eos_token_id=None, min_new_tokens=90)
         plain = generate(mz, PROMPTS, 90, pad_token_id=0, eos_token_id=None, min_new_tokens=90, use_cache=False)
     assert cached == plain
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_several_new_positions_after_a_cached_past_see_only_their_past(name, models):
+    """A prompt fed in two pieces through the cache (5 positions, then 4 at once) gives the logits
+    of the whole prompt in one pass: the 4 new queries are the last 4 of 9 positions."""
+    from megazoo.core.nn.attention import KVCache
+
+    _, mz = models[name]
+    ids = torch.tensor([PROMPTS[0] + [8, 9]])
+    with torch.no_grad():
+        whole = mz(ids)
+        cache = KVCache()
+        first = mz(ids[:, :5], cache=cache)
+        rest = mz(ids[:, 5:], cache=cache)
+    torch.testing.assert_close(torch.cat([first, rest], 1), whole, rtol=1e-5, atol=1e-5)

@@ -20,7 +20,7 @@ from torch import nn
 
 from megazoo.core.nn.config import TransformerConfig
 from megazoo.core.nn.decode_linear import column_linear, row_linear
-from megazoo.core.nn.fast_attention import fast_attention
+from megazoo.core.nn.fast_attention import causal_keep, fast_attention
 from megazoo.core.nn.graph import builds_graph
 from megazoo.core.nn.recompute import checkpoint
 from megazoo.core.nn.rope import apply_rope
@@ -97,8 +97,7 @@ class Attention(nn.Module):
             k, v = k.repeat_interleave(self.group, 1), v.repeat_interleave(self.group, 1)
         scores = torch.matmul(q, k.transpose(-1, -2)).float() * self.scale
         if is_causal and mask is None:
-            s, t = scores.shape[-2:]
-            mask = torch.ones(s, t, dtype=torch.bool, device=q.device).tril(t - s)
+            mask = causal_keep(*scores.shape[-2:], q.device)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
         probs = dropout(torch.softmax(scores, -1).to(q.dtype), p, generator)
@@ -160,11 +159,8 @@ class Attention(nn.Module):
         if self.ctx.cp > 1:
             self._check_context_parallel(mask, cache)
         if cache is not None:
-            # this layer's own past (cache.length() is the first layer's, already updated in a prefill)
-            past = cache.layers[self.layer_number][0].shape[2] if self.layer_number in cache.layers else 0
+            # new positions after a past: core attention's causal mask takes them as the last s (causal_keep)
             k, v = cache.update(self.layer_number, k, v)
-            if past > 0 and is_causal and mask is None and s > 1:
-                mask = torch.ones(s, k.shape[2], dtype=torch.bool, device=x.device).tril(k.shape[2] - s)
             if s == 1:
                 is_causal = False
         generator = rng.get("tensor-parallel") if rng is not None else None

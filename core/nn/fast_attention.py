@@ -36,6 +36,14 @@ MAX_QUERY_BLOCKS = 8
 _BIAS: dict[tuple, torch.Tensor] = {}
 
 
+def causal_keep(s: int, t: int, device) -> torch.Tensor:
+    """[s, t] boolean, True where query i, the (t - s + i)-th of t positions, may see key j: the
+    causal mask of s queries that are the last s positions (all of them when s == t; the new ones
+    after a KV cache's past; a suffix a last layer computes alone). SDPA's own is_causal aligns
+    the queries with the first keys instead."""
+    return torch.ones(s, t, dtype=torch.bool, device=device).tril(t - s)
+
+
 def causal_bias(s: int, t: int, group: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """[group * s, t] additive bias (0 where query i may see key j <= t - s + i, else -inf), cached:
     one per shape, dtype and device, built once and reused every step."""
@@ -44,7 +52,7 @@ def causal_bias(s: int, t: int, group: int, dtype: torch.dtype, device: torch.de
     if bias is None:
         if len(_BIAS) > 64:  # generation grows t by one per token: keep the cache bounded
             _BIAS.clear()
-        keep = torch.ones(s, t, dtype=torch.bool, device=device).tril(t - s)
+        keep = causal_keep(s, t, device)
         bias = torch.zeros(s, t, dtype=dtype, device=device).masked_fill_(~keep, float("-inf"))
         bias = bias.repeat(group, 1)
         _BIAS[key] = bias
@@ -85,7 +93,7 @@ def fast_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: flo
     kernel = attention_kernel(q.device, q.dtype, s, t, causal, backward=builds_graph(q, k, v))
     if kernel == "explicit" and b * h * s * t * q.element_size() <= EXPLICIT_MAX_BYTES:
         return explicit_attention(q, k, v, scale, causal)
-    if causal and s != t:  # SDPA's is_causal aligns the queries with the first keys; here they are the last s
-        keep = torch.ones(s, t, dtype=torch.bool, device=q.device).tril(t - s)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=scale, enable_gqa=h != k.shape[1])
+    if causal and s != t:  # the queries are the last s positions, where SDPA's is_causal takes the first s
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_keep(s, t, q.device), scale=scale,
+                                              enable_gqa=h != k.shape[1])
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=h != k.shape[1])

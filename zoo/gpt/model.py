@@ -14,6 +14,7 @@ from torch import nn
 from megazoo.core.nn.attention import KVCache
 from megazoo.core.nn.block import TransformerLayer
 from megazoo.core.nn.decode_linear import column_linear
+from megazoo.core.nn.fast_attention import causal_keep
 from megazoo.core.nn.model import ParallelModel
 from megazoo.core.nn.norm import build_norm
 from megazoo.core.nn.recompute import checkpoint
@@ -88,7 +89,7 @@ class GPTModel(ParallelModel):
             return None
         keep = attention_mask.bool()[:, None, None, :]
         if self.cfg.causal:
-            keep = keep & torch.ones(s, t, dtype=torch.bool, device=device).tril(t - s)
+            keep = keep & causal_keep(s, t, device)
         # a fully masked row (left padding) would give NaN; let it attend to itself instead
         return keep | _diag(s, t, device)
 

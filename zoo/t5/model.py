@@ -16,6 +16,7 @@ from torch import nn
 
 from megazoo.core.nn.attention import Attention, KVCache
 from megazoo.core.nn.block import TransformerLayer
+from megazoo.core.nn.fast_attention import causal_keep
 from megazoo.core.nn.mlp import MLP
 from megazoo.core.nn.model import ParallelModel
 from megazoo.core.nn.norm import build_norm
@@ -206,7 +207,7 @@ class T5Model(ParallelModel):
         x = self._embed(decoder_input_ids)
         s = decoder_input_ids.shape[1]
         t = past + s
-        keep = torch.ones(s, t, dtype=torch.bool, device=x.device).tril(past)[None, None]
+        keep = causal_keep(s, t, x.device)[None, None]
         if decoder_attention_mask is not None:
             keep = keep & decoder_attention_mask.bool()[:, None, None, :]
         self_mask = _additive(self.decoder.rel_bias(past, s, t).to(x.dtype), keep)
